@@ -1,0 +1,1 @@
+"""The checks of `rocmdoctor check`, one module each, and their registry."""

@@ -1,0 +1,3 @@
+from rocmdoctor.cli import main
+
+main()

@@ -1,0 +1,161 @@
+"""The command line. Heavy modules (torch, the tuner) are imported inside the commands."""
+
+from __future__ import annotations
+
+import sys
+from typing import Optional
+
+import typer
+
+from rocmdoctor import __version__
+
+app = typer.Typer(
+    name="rocmdoctor",
+    help="Diagnose and tune PyTorch training on AMD ROCm (and NVIDIA CUDA) machines.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+class UsageFailure(Exception):
+    """Bad input: printed as one line on stderr, exit 2."""
+
+
+def fail(message: str, code: int = 2) -> typer.Exit:
+    typer.echo(f"rocmdoctor: error: {message}", err=True)
+    return typer.Exit(code)
+
+
+def _split_ids(values: Optional[list[str]]) -> list[str]:
+    ids: list[str] = []
+    for value in values or []:
+        ids.extend(v.strip() for v in value.split(",") if v.strip())
+    return ids
+
+
+def _version_callback(value: bool) -> None:
+    if value:
+        typer.echo(f"rocmdoctor {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_version_callback, is_eager=True,
+        help="Print the version and exit.",
+    ),
+) -> None:
+    pass
+
+
+def _make_host(from_file: Optional[str], timeout: float, python: Optional[str]):  # noqa: ANN202
+    from rocmdoctor.livehost import LiveHost
+    from rocmdoctor.snapshot import SnapshotError, SnapshotHost, load_snapshot
+
+    if from_file is not None:
+        try:
+            return SnapshotHost(load_snapshot(from_file))
+        except SnapshotError as exc:
+            raise fail(str(exc)) from None
+    from rocmdoctor.probe import make_probe
+
+    return LiveHost(command_timeout=timeout, probe=make_probe(python))
+
+
+def _run_report(host, only: list[str], skip: list[str]):  # noqa: ANN001, ANN202
+    from rocmdoctor.checks.registry import all_checks
+    from rocmdoctor.runner import UnknownCheckError, run_selected
+
+    try:
+        report = run_selected(host, all_checks(), only=only, skip=skip)
+    except UnknownCheckError as exc:
+        raise fail(str(exc)) from None
+    return report
+
+
+def _write_output(text: str, output: Optional[str]) -> None:
+    if output is None:
+        sys.stdout.write(text)
+        return
+    try:
+        with open(output, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    except OSError as exc:
+        raise fail(f"cannot write {output}: {exc.strerror or exc}") from None
+
+
+@app.command()
+def check(
+    json_out: bool = typer.Option(False, "--json", help="Print JSON (rocmdoctor.check/1)."),
+    only: Optional[list[str]] = typer.Option(None, "--only", help="Run only these check ids."),
+    skip: Optional[list[str]] = typer.Option(None, "--skip", help="Skip these check ids."),
+    strict: bool = typer.Option(False, "--strict", help="Exit 1 on warnings too."),
+    from_file: Optional[str] = typer.Option(
+        None, "--from", metavar="SNAPSHOT", help="Replay a snapshot instead of this machine."
+    ),
+    verbose: bool = typer.Option(False, "-v", "--verbose", help="Show findings and timings."),
+    output: Optional[str] = typer.Option(None, "-o", "--output", help="Write to a file."),
+    timeout: float = typer.Option(10.0, "--timeout", help="Seconds each command may run."),
+    python: Optional[str] = typer.Option(
+        None, "--python", help="The Python that will train (default: this one)."
+    ),
+) -> None:
+    """Inspect this machine (or a snapshot) and say what is wrong and how to fix it."""
+    host = _make_host(from_file, timeout, python)
+    report = _run_report(host, _split_ids(only), _split_ids(skip))
+    if json_out:
+        from rocmdoctor.render_json import render_json
+
+        _write_output(render_json(report), output)
+    else:
+        from rocmdoctor.render_terminal import render_terminal
+
+        if output is None:
+            import shutil
+
+            color = sys.stdout.isatty()
+            width = shutil.get_terminal_size((100, 24)).columns
+            sys.stdout.write(render_terminal(report, verbose, width=width, color=color))
+        else:
+            _write_output(render_terminal(report, verbose), output)
+    raise typer.Exit(report.exit_code(strict))
+
+
+@app.command()
+def snapshot(
+    output: str = typer.Option(..., "-o", "--output", help="File to write (.gz compresses)."),
+    no_redact: bool = typer.Option(
+        False, "--no-redact", help="Keep secrets and the host name in the snapshot."
+    ),
+    timeout: float = typer.Option(10.0, "--timeout", help="Seconds each command may run."),
+    python: Optional[str] = typer.Option(None, "--python", help="The Python that will train."),
+) -> None:
+    """Capture everything `check` reads, to replay it elsewhere with `check --from`."""
+    from rocmdoctor.render_terminal import summary_line
+    from rocmdoctor.snapshot import build_snapshot, save_snapshot
+
+    host = _make_host(None, timeout, python)
+    report = _run_report(host, [], [])
+    data = build_snapshot(host, redact=not no_redact)
+    try:
+        save_snapshot(data, output)
+    except OSError as exc:
+        raise fail(f"cannot write {output}: {exc.strerror or exc}") from None
+    typer.echo(
+        f"wrote {output}: {len(data['commands'])} commands, {len(data['files'])} files, "
+        f"{len(data['paths'])} paths ({summary_line(report)}); "
+        f"replay with: rocmdoctor check --from {output}",
+        err=True,
+    )
+
+
+def main() -> None:
+    try:
+        app()
+    except KeyboardInterrupt:
+        typer.echo("rocmdoctor: interrupted", err=True)
+        sys.exit(130)

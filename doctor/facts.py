@@ -1,0 +1,86 @@
+"""Facts several checks share, computed once per host (Host.memo)."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from rocmdoctor.host import Host
+
+AMD_PCI_VENDOR = "0x1002"
+NVIDIA_PCI_VENDOR = "0x10de"
+# PCI class codes of display controllers (0x03xxxx) and processing accelerators (0x12xxxx).
+GPU_PCI_CLASSES = ("0x03", "0x12")
+
+
+def _pci_gpu_vendors(host: Host) -> set[str]:
+    vendors: set[str] = set()
+    for dev in host.glob("/sys/bus/pci/devices/*"):
+        cls = (host.read_file(dev + "/class") or "").strip()
+        if not cls.startswith(GPU_PCI_CLASSES):
+            continue
+        vendors.add((host.read_file(dev + "/vendor") or "").strip().lower())
+    return vendors
+
+
+def rocm_roots(host: Host) -> list[str]:
+    """Folders that hold a ROCm install (/opt/rocm, /opt/rocm-X.Y.Z, $ROCM_PATH)."""
+
+    def compute() -> list[str]:
+        roots = set(host.glob("/opt/rocm")) | set(host.glob("/opt/rocm-*"))
+        env_root = host.env.get("ROCM_PATH") or host.env.get("ROCM_HOME")
+        if env_root and host.exists(env_root):
+            roots.add(env_root.rstrip("/"))
+        return sorted(roots)
+
+    return host.memo("facts:rocm_roots", compute)
+
+
+def amd_signals(host: Host) -> list[str]:
+    """Why this machine counts as an AMD/ROCm machine (empty when it does not)."""
+
+    def compute() -> list[str]:
+        signals = []
+        if AMD_PCI_VENDOR in _pci_gpu_vendors(host):
+            signals.append("an AMD GPU on the PCI bus")
+        if host.exists("/sys/module/amdgpu"):
+            signals.append("the amdgpu driver is loaded")
+        if host.exists("/dev/kfd"):
+            signals.append("/dev/kfd exists")
+        if rocm_roots(host):
+            signals.append("ROCm is installed")
+        return signals
+
+    return host.memo("facts:amd_signals", compute)
+
+
+def nvidia_signals(host: Host) -> list[str]:
+    def compute() -> list[str]:
+        signals = []
+        if NVIDIA_PCI_VENDOR in _pci_gpu_vendors(host):
+            signals.append("an NVIDIA GPU on the PCI bus")
+        if host.exists("/proc/driver/nvidia/version"):
+            signals.append("the NVIDIA driver is loaded")
+        if host.exists("/dev/nvidiactl"):
+            signals.append("/dev/nvidiactl exists")
+        return signals
+
+    return host.memo("facts:nvidia_signals", compute)
+
+
+def platform_kind(host: Host) -> str:
+    """`rocm`, `cuda` or `cpu`, as the check JSON contract defines them."""
+    if amd_signals(host):
+        return "rocm"
+    if nvidia_signals(host):
+        return "cuda"
+    return "cpu"
+
+
+def not_rocm_reason(host: Host) -> Optional[str]:
+    """None on a ROCm machine; otherwise the skip reason for an AMD-only check."""
+    kind = platform_kind(host)
+    if kind == "rocm":
+        return None
+    if kind == "cuda":
+        return "not an AMD machine (NVIDIA GPU found)"
+    return "no AMD GPU, amdgpu driver or ROCm install found"

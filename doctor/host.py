@@ -1,0 +1,202 @@
+"""The one boundary for side effects.
+
+Everything a check learns about the machine comes through a `Host`: run a command (with a
+timeout), read a file, stat a path, list a folder, glob, the environment, the user, platform
+facts and the Python probe. `LiveHost` (in `rocmdoctor.livehost`) does it for real and
+records what it read; `SnapshotHost` (in `rocmdoctor.snapshot`) answers from a snapshot and
+from nothing else. Checks never call subprocess, open or os.environ themselves.
+"""
+
+from __future__ import annotations
+
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional, TypeVar
+
+T = TypeVar("T")
+
+DEFAULT_COMMAND_TIMEOUT_S = 10.0  # rocminfo hangs on some broken drivers
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    returncode: int
+    stdout: str = ""
+    stderr: str = ""
+    timed_out: bool = False
+    duration_s: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0 and not self.timed_out
+
+    @property
+    def not_found(self) -> bool:
+        return self.returncode == 127 and not self.timed_out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "returncode": self.returncode,
+            "stdout": self.stdout,
+            "stderr": self.stderr,
+            "timed_out": self.timed_out,
+            "duration_s": round(self.duration_s, 3),
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> CommandResult:
+        return cls(
+            returncode=int(d.get("returncode", 0)),
+            stdout=str(d.get("stdout") or ""),
+            stderr=str(d.get("stderr") or ""),
+            timed_out=bool(d.get("timed_out", False)),
+            duration_s=float(d.get("duration_s") or 0.0),
+        )
+
+
+NOT_INSTALLED = CommandResult(returncode=127, stderr="command not found")
+
+
+@dataclass(frozen=True)
+class PathInfo:
+    """Stat facts about a path, as the snapshot contract records them."""
+
+    type: str  # file, dir, symlink, char, block, other
+    mode: str = "0644"  # permission bits, octal string
+    owner: Optional[str] = None
+    group: Optional[str] = None
+    uid: Optional[int] = None
+    gid: Optional[int] = None
+    readable: bool = True
+    writable: bool = False
+    executable: bool = False
+    target: Optional[str] = None
+
+    @property
+    def mode_bits(self) -> int:
+        try:
+            return int(self.mode, 8)
+        except ValueError:
+            return 0
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "type": self.type, "mode": self.mode, "owner": self.owner, "group": self.group,
+            "uid": self.uid, "gid": self.gid, "readable": self.readable,
+            "writable": self.writable, "executable": self.executable,
+        }
+        if self.target is not None:
+            d["target"] = self.target
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> PathInfo:
+        return cls(
+            type=str(d.get("type", "file")),
+            mode=str(d.get("mode", "0644")),
+            owner=d.get("owner"),
+            group=d.get("group"),
+            uid=d.get("uid"),
+            gid=d.get("gid"),
+            readable=bool(d.get("readable", True)),
+            writable=bool(d.get("writable", False)),
+            executable=bool(d.get("executable", False)),
+            target=d.get("target"),
+        )
+
+
+@dataclass(frozen=True)
+class UserInfo:
+    name: str
+    uid: int
+    groups: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PlatformInfo:
+    system: str = "Linux"
+    machine: str = "x86_64"
+    kernel_release: str = ""
+    hostname: str = ""
+
+
+@dataclass
+class _MemoEntry:
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    done: bool = False
+    value: Any = None
+    error: Optional[BaseException] = None
+
+
+class Host(ABC):
+    """What checks may ask of a machine. Subclasses answer for real or from a snapshot."""
+
+    def __init__(self) -> None:
+        self._memo: dict[str, _MemoEntry] = {}
+        self._memo_lock = threading.Lock()
+
+    # --- facts -------------------------------------------------------------------------
+    @property
+    @abstractmethod
+    def env(self) -> Mapping[str, str]: ...
+
+    @property
+    @abstractmethod
+    def user(self) -> UserInfo: ...
+
+    @property
+    @abstractmethod
+    def platform(self) -> PlatformInfo: ...
+
+    # --- the machine -------------------------------------------------------------------
+    @abstractmethod
+    def run(self, argv: Sequence[str], timeout: Optional[float] = None) -> CommandResult:
+        """Run a command; a missing executable is returncode 127, a hang is timed_out."""
+
+    @abstractmethod
+    def read_file(self, path: str) -> Optional[str]:
+        """The file's text, or None when it does not exist or cannot be read."""
+
+    @abstractmethod
+    def stat(self, path: str) -> Optional[PathInfo]:
+        """Stat facts (not following a final symlink), or None when the path is absent."""
+
+    @abstractmethod
+    def listdir(self, path: str) -> Optional[list[str]]:
+        """Sorted entry names of a folder, or None when it is absent or unreadable."""
+
+    @abstractmethod
+    def glob(self, pattern: str) -> list[str]:
+        """Sorted paths matching a shell pattern (each `*` stays within one path segment)."""
+
+    @abstractmethod
+    def python(self) -> Optional[dict[str, Any]]:
+        """The Python/PyTorch probe (snapshot contract `python`), or None when not run."""
+
+    # --- helpers -----------------------------------------------------------------------
+    def exists(self, path: str) -> bool:
+        return self.stat(path) is not None
+
+    def memo(self, key: str, compute: Callable[[], T]) -> T:
+        """Compute a derived fact once per host, even when checks ask concurrently."""
+        with self._memo_lock:
+            entry = self._memo.get(key)
+            if entry is None:
+                entry = self._memo[key] = _MemoEntry()
+        with entry.lock:
+            if not entry.done:
+                try:
+                    entry.value = compute()
+                except BaseException as exc:  # re-raised to every caller
+                    entry.error = exc
+                entry.done = True
+        if entry.error is not None:
+            raise entry.error
+        return entry.value  # type: ignore[no-any-return]
+
+
+def command_key(argv: Sequence[str]) -> str:
+    """The snapshot key of a command line: arguments joined by single spaces."""
+    return " ".join(argv)

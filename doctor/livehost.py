@@ -1,0 +1,226 @@
+"""The live host: answers from this machine, and records what it read for `snapshot`."""
+
+from __future__ import annotations
+
+import glob as _glob
+import grp
+import os
+import platform as _platform
+import pwd
+import shutil
+import signal
+import stat as _stat
+import subprocess
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any, Callable, Optional
+
+from rocmdoctor.host import (
+    DEFAULT_COMMAND_TIMEOUT_S,
+    CommandResult,
+    Host,
+    PathInfo,
+    PlatformInfo,
+    UserInfo,
+    command_key,
+)
+
+MAX_FILE_BYTES = 4 * 1024 * 1024
+MAX_OUTPUT_CHARS = 2 * 1024 * 1024
+
+
+def run_command(
+    argv: Sequence[str], timeout: float, env: Optional[Mapping[str, str]] = None
+) -> CommandResult:
+    """Run argv with a timeout. A missing executable is 127; a hang is killed and timed_out.
+
+    The child runs in its own session so that a timeout kills its whole process group; a
+    process stuck in the kernel (D state) is abandoned after a short grace period.
+    """
+    path = (env or os.environ).get("PATH")
+    if not argv or shutil.which(argv[0], path=path) is None:
+        name = argv[0] if argv else ""
+        return CommandResult(returncode=127, stderr=f"{name}: command not found")
+    start = time.monotonic()
+    try:
+        proc = subprocess.Popen(
+            list(argv),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            env=dict(env) if env is not None else None,
+        )
+    except OSError as exc:
+        return CommandResult(returncode=126, stderr=f"{argv[0]}: {exc.strerror or exc}")
+    timed_out = False
+    try:
+        out, err = proc.communicate(timeout=timeout)
+        returncode = proc.returncode
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        returncode = 124
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        try:
+            out, err = proc.communicate(timeout=2)
+        except subprocess.TimeoutExpired:
+            out, err = b"", b""
+    return CommandResult(
+        returncode=returncode,
+        stdout=out.decode("utf-8", "replace")[:MAX_OUTPUT_CHARS],
+        stderr=err.decode("utf-8", "replace")[:MAX_OUTPUT_CHARS],
+        timed_out=timed_out,
+        duration_s=time.monotonic() - start,
+    )
+
+
+def _path_type(mode: int) -> str:
+    if _stat.S_ISLNK(mode):
+        return "symlink"
+    if _stat.S_ISDIR(mode):
+        return "dir"
+    if _stat.S_ISREG(mode):
+        return "file"
+    if _stat.S_ISCHR(mode):
+        return "char"
+    if _stat.S_ISBLK(mode):
+        return "block"
+    return "other"
+
+
+def _owner(uid: int) -> Optional[str]:
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return None
+
+
+def _group(gid: int) -> Optional[str]:
+    try:
+        return grp.getgrgid(gid).gr_name
+    except KeyError:
+        return None
+
+
+class Recording:
+    """What a live run read, in the snapshot contract's shapes. Thread-safe."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.files: dict[str, str] = {}
+        self.paths: dict[str, dict[str, Any]] = {}
+        self.dirs: dict[str, list[str]] = {}
+        self.commands: dict[str, dict[str, Any]] = {}
+
+
+ProbeFn = Callable[[], Optional[dict[str, Any]]]
+
+
+class LiveHost(Host):
+    def __init__(
+        self,
+        command_timeout: float = DEFAULT_COMMAND_TIMEOUT_S,
+        probe: Optional[ProbeFn] = None,
+        environ: Optional[Mapping[str, str]] = None,
+    ) -> None:
+        super().__init__()
+        self.command_timeout = command_timeout
+        self.recording = Recording()
+        self._probe = probe
+        self._environ = dict(os.environ if environ is None else environ)
+
+    # --- facts -------------------------------------------------------------------------
+    @property
+    def env(self) -> Mapping[str, str]:
+        return self._environ
+
+    @property
+    def user(self) -> UserInfo:
+        return self.memo("live:user", _live_user)
+
+    @property
+    def platform(self) -> PlatformInfo:
+        uname = _platform.uname()
+        return PlatformInfo(
+            system=uname.system, machine=uname.machine, kernel_release=uname.release,
+            hostname=uname.node,
+        )
+
+    # --- the machine -------------------------------------------------------------------
+    def run(self, argv: Sequence[str], timeout: Optional[float] = None) -> CommandResult:
+        key = command_key(argv)
+        limit = self.command_timeout if timeout is None else timeout
+
+        def execute() -> CommandResult:
+            result = run_command(argv, limit, self._environ)
+            with self.recording.lock:
+                self.recording.commands[key] = result.to_dict()
+            return result
+
+        return self.memo("cmd:" + key, execute)
+
+    def read_file(self, path: str) -> Optional[str]:
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read(MAX_FILE_BYTES)
+        except (OSError, ValueError):
+            return None
+        text = data.decode("utf-8", "replace")
+        with self.recording.lock:
+            self.recording.files[path] = text
+        return text
+
+    def stat(self, path: str) -> Optional[PathInfo]:
+        try:
+            st = os.lstat(path)
+        except (OSError, ValueError):
+            return None
+        kind = _path_type(st.st_mode)
+        info = PathInfo(
+            type=kind,
+            mode=format(_stat.S_IMODE(st.st_mode), "04o"),
+            owner=_owner(st.st_uid),
+            group=_group(st.st_gid),
+            uid=st.st_uid,
+            gid=st.st_gid,
+            readable=os.access(path, os.R_OK),
+            writable=os.access(path, os.W_OK),
+            executable=os.access(path, os.X_OK),
+            target=os.readlink(path) if kind == "symlink" else None,
+        )
+        with self.recording.lock:
+            self.recording.paths[path] = info.to_dict()
+        return info
+
+    def listdir(self, path: str) -> Optional[list[str]]:
+        try:
+            names = sorted(os.listdir(path))
+        except (OSError, ValueError):
+            return None
+        with self.recording.lock:
+            self.recording.dirs[path] = names
+        return names
+
+    def glob(self, pattern: str) -> list[str]:
+        matches = sorted(_glob.glob(pattern))
+        for match in matches:
+            self.stat(match)  # so that a replay answers the same glob
+        return matches
+
+    def python(self) -> Optional[dict[str, Any]]:
+        if self._probe is None:
+            return None
+        return self.memo("live:python", self._probe)
+
+
+def _live_user() -> UserInfo:
+    uid = os.getuid()
+    name = _owner(uid) or os.environ.get("USER") or str(uid)
+    groups = []
+    for gid in sorted(set(os.getgroups()) | {os.getgid()}):
+        groups.append(_group(gid) or str(gid))
+    return UserInfo(name=name, uid=uid, groups=tuple(groups))

@@ -1,0 +1,133 @@
+"""The check model: what a check is, and the frozen results it produces.
+
+Data flows one way: Host -> checks -> CheckResult -> Report -> renderers. Checks compute and
+never print; renderers are pure functions of a Report.
+"""
+
+from __future__ import annotations
+
+import enum
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, ClassVar, Optional
+
+if TYPE_CHECKING:
+    from rocmdoctor.host import Host
+
+
+class Status(str, enum.Enum):
+    PASS = "pass"
+    WARN = "warn"
+    FAIL = "fail"
+    SKIP = "skip"
+    ERROR = "error"
+
+
+class Severity(str, enum.Enum):
+    INFO = "info"
+    HINT = "hint"
+    ERROR = "error"
+
+
+@dataclass(frozen=True)
+class Finding:
+    severity: Severity
+    text: str
+
+    @classmethod
+    def info(cls, text: str) -> Finding:
+        return cls(Severity.INFO, text)
+
+    @classmethod
+    def hint(cls, text: str) -> Finding:
+        return cls(Severity.HINT, text)
+
+    @classmethod
+    def error(cls, text: str) -> Finding:
+        return cls(Severity.ERROR, text)
+
+
+@dataclass(frozen=True)
+class Fix:
+    """What to do about a finding: the text, the exact commands, and what they need."""
+
+    text: str
+    commands: tuple[str, ...] = ()
+    needs_root: bool = False
+    needs_relogin: bool = False
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    id: str
+    title: str
+    status: Status
+    summary: str
+    findings: tuple[Finding, ...] = ()
+    fix: Optional[Fix] = None
+    source: Optional[str] = None
+    duration_ms: int = 0
+
+
+@dataclass(frozen=True)
+class Report:
+    """Everything one `rocmdoctor check` established, in registry order."""
+
+    tool_version: str
+    platform: str
+    results: tuple[CheckResult, ...]
+    facts: dict[str, str] = field(default_factory=dict)
+
+    def count(self, status: Status) -> int:
+        return sum(1 for r in self.results if r.status is status)
+
+    def summary(self) -> dict[str, int]:
+        return {s.value: self.count(s) for s in Status}
+
+    def exit_code(self, strict: bool = False) -> int:
+        bad = {Status.FAIL, Status.ERROR} | ({Status.WARN} if strict else set())
+        return 1 if any(r.status in bad for r in self.results) else 0
+
+
+class Check(ABC):
+    """One fact about the machine. Subclasses set `id` and `title` and implement `run`.
+
+    `applies` returns None when the check applies here, or the reason it does not (the
+    runner turns that into a `skip` result). Neither method may print or touch the machine
+    except through `host`.
+    """
+
+    id: ClassVar[str]
+    title: ClassVar[str]
+    source: ClassVar[Optional[str]] = None
+
+    def applies(self, host: Host) -> Optional[str]:
+        return None
+
+    @abstractmethod
+    def run(self, host: Host) -> CheckResult: ...
+
+    def result(
+        self,
+        status: Status,
+        summary: str,
+        findings: tuple[Finding, ...] | list[Finding] = (),
+        fix: Optional[Fix] = None,
+        source: Optional[str] = None,
+    ) -> CheckResult:
+        return CheckResult(
+            id=self.id,
+            title=self.title,
+            status=status,
+            summary=summary,
+            findings=tuple(findings),
+            fix=fix,
+            source=source if source is not None else self.source,
+        )
+
+    def passed(self, summary: str, findings: tuple[Finding, ...] | list[Finding] = (),
+               source: Optional[str] = None) -> CheckResult:
+        return self.result(Status.PASS, summary, findings, source=source)
+
+    def skipped(self, summary: str) -> CheckResult:
+        return self.result(Status.SKIP, summary)

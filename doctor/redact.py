@@ -1,0 +1,70 @@
+"""Which environment variables a snapshot keeps, and how secrets are hidden."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+REDACTED = "<redacted>"
+
+# Variables whose names start with one of these are relevant to GPU training.
+RELEVANT_PREFIXES = (
+    "HIP_", "HSA_", "ROCR_", "ROCM", "AMD_", "MIOPEN_", "PYTORCH_", "TORCH_", "CUDA_",
+    "NCCL_", "RCCL_", "OMP_", "GPU_", "HCC_", "ROCBLAS_", "HIPBLAS", "CUBLAS", "NVIDIA_",
+    "TORCHINDUCTOR_", "TRITON_", "LD_", "MKL_", "KMP_", "XLA_", "HF_", "TRANSFORMERS_",
+)
+RELEVANT_NAMES = frozenset({
+    "PATH", "PYTHONPATH", "VIRTUAL_ENV", "CONDA_PREFIX", "CONDA_DEFAULT_ENV", "HOME", "USER",
+    "LOGNAME", "SHELL", "LANG", "LC_ALL", "container", "WSL_DISTRO_NAME", "SLURM_JOB_ID",
+    "OPENBLAS_CORETYPE",
+})
+
+SECRET_NAME = re.compile(r"TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|SESSION|COOKIE",
+                         re.IGNORECASE)
+# Values that look like tokens whatever their name: well-known prefixes, or long opaque strings.
+SECRET_VALUE = re.compile(
+    r"(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|hf_[A-Za-z0-9]{20,}"
+    r"|sk-[A-Za-z0-9_-]{20,}|xox[abpr]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16}"
+    r"|eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{5,}"
+    r"|glpat-[A-Za-z0-9_-]{20,})"
+)
+_OPAQUE = re.compile(r"^[A-Za-z0-9+/_=-]{32,}$")
+
+
+def is_relevant(name: str) -> bool:
+    return name in RELEVANT_NAMES or name.startswith(RELEVANT_PREFIXES)
+
+
+def looks_secret(name: str, value: str) -> bool:
+    if SECRET_NAME.search(name):
+        return True
+    if SECRET_VALUE.search(value):
+        return True
+    # A long opaque value with both letters and digits and no path separators or spaces.
+    return (
+        bool(_OPAQUE.match(value))
+        and not value.startswith("/")
+        and any(c.isdigit() for c in value)
+        and any(c.isalpha() for c in value)
+    )
+
+
+def redact_value(value: str) -> str:
+    """Hide token-shaped substrings inside a longer value."""
+    return SECRET_VALUE.sub(REDACTED, value)
+
+
+def capture_env(environ: Mapping[str, str], redact: bool = True) -> dict[str, str]:
+    """The variables a snapshot keeps: relevant ones, secrets redacted unless asked not to."""
+    kept: dict[str, str] = {}
+    for name in sorted(environ):
+        value = environ[name]
+        if not is_relevant(name) and not (not redact and SECRET_NAME.search(name)):
+            continue
+        if redact and looks_secret(name, value):
+            kept[name] = REDACTED
+        elif redact:
+            kept[name] = redact_value(value)
+        else:
+            kept[name] = value
+    return kept
