@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import sys
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 
 from rocmdoctor import __version__
+
+if TYPE_CHECKING:
+    from rocmdoctor.host import Host
+    from rocmdoctor.model import Report
 
 app = typer.Typer(
     name="rocmdoctor",
@@ -52,7 +56,7 @@ def _root(
     pass
 
 
-def _make_host(from_file: Optional[str], timeout: float, python: Optional[str]):  # noqa: ANN202
+def _make_host(from_file: Optional[str], timeout: float, python: Optional[str]) -> Host:
     from rocmdoctor.livehost import LiveHost
     from rocmdoctor.snapshot import SnapshotError, SnapshotHost, load_snapshot
 
@@ -66,7 +70,7 @@ def _make_host(from_file: Optional[str], timeout: float, python: Optional[str]):
     return LiveHost(command_timeout=timeout, probe=make_probe(python))
 
 
-def _run_report(host, only: list[str], skip: list[str]):  # noqa: ANN001, ANN202
+def _run_report(host: Host, only: list[str], skip: list[str]) -> Report:
     from rocmdoctor.checks.registry import all_checks
     from rocmdoctor.runner import UnknownCheckError, run_selected
 

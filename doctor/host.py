@@ -194,7 +194,7 @@ class Host(ABC):
                 entry.done = True
         if entry.error is not None:
             raise entry.error
-        return entry.value  # type: ignore[no-any-return]
+        return entry.value
 
 
 def command_key(argv: Sequence[str]) -> str:

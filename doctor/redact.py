@@ -38,7 +38,7 @@ def is_relevant(name: str) -> bool:
 def looks_secret(name: str, value: str) -> bool:
     if SECRET_NAME.search(name):
         return True
-    if SECRET_VALUE.search(value):
+    if SECRET_VALUE.fullmatch(value.strip()):
         return True
     # A long opaque value with both letters and digits and no path separators or spaces.
     return (

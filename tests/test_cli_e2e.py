@@ -1,0 +1,115 @@
+"""The real CLI in a subprocess, on this machine (no GPU)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+
+def rocmdoctor(*args: str, env: dict[str, str] | None = None,
+               timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "rocmdoctor", *args], capture_output=True, text=True,
+        timeout=timeout, env=env, stdin=subprocess.DEVNULL,
+    )
+
+
+def test_help_does_not_import_torch() -> None:
+    r = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "rocmdoctor", "--help"],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert r.returncode == 0
+    assert "check" in r.stdout and "snapshot" in r.stdout
+    imported = {line.split("|")[-1].strip() for line in r.stderr.splitlines() if "|" in line}
+    assert "torch" not in imported
+    assert not any(name.startswith("rocmdoctor.tuners") for name in imported)
+
+
+def test_version() -> None:
+    r = rocmdoctor("--version")
+    assert (r.returncode, r.stdout) == (0, "rocmdoctor 0.1.0\n")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["check", "--from", "/nonexistent/snap.json"],
+         "rocmdoctor: error: snapshot not found: /nonexistent/snap.json\n"),
+        (["check", "--only", "no-such-check"], "rocmdoctor: error: unknown check id: no-such-check"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(args: list[str], message: str) -> None:
+    r = rocmdoctor(*args)
+    assert r.returncode == 2
+    assert r.stderr.startswith(message)
+    assert len(r.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"{not json", "is not a JSON snapshot"),
+        (json.dumps({"format": "other/2"}).encode(), "has format 'other/2'"),
+        (gzip.compress(b'{"format": "rocmdoctor-snapshot/1", "files": {}}')[:25],
+         "is a damaged or truncated gzip file"),
+    ],
+)
+def test_unreadable_from_files(tmp_path: Path, content: bytes, message: str) -> None:
+    path = tmp_path / "snap.json.gz"
+    path.write_bytes(content)
+    r = rocmdoctor("check", "--from", str(path))
+    assert r.returncode == 2
+    assert message in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
+
+
+def test_check_on_this_machine_exits_0_and_json_matches_contract() -> None:
+    r = rocmdoctor("check", "--json")
+    assert r.returncode == 0, r.stdout + r.stderr
+    data = json.loads(r.stdout)
+    assert data["schema"] == "rocmdoctor.check/1"
+    assert data["platform"] == "cpu"
+    assert data["summary"]["fail"] == 0 and data["summary"]["error"] == 0
+    assert sum(data["summary"].values()) == len(data["checks"])
+
+
+def test_snapshot_then_replay_gives_the_same_report(tmp_path: Path) -> None:
+    snap = tmp_path / "snap.json.gz"
+    env = {**os.environ, "HIP_LAUNCH_BLOCKING": "1", "HF_TOKEN": "hf_" + "a1" * 15}
+    r = rocmdoctor("snapshot", "-o", str(snap), env=env)
+    assert r.returncode == 0, r.stderr
+    assert f"replay with: rocmdoctor check --from {snap}" in r.stderr
+    data = json.loads(gzip.decompress(snap.read_bytes()))
+    assert data["format"] == "rocmdoctor-snapshot/1"
+    assert data["platform"]["hostname"] == "<redacted>"
+    assert data["env"]["HIP_LAUNCH_BLOCKING"] == "1"
+    assert "HF_TOKEN" not in data["env"] or data["env"]["HF_TOKEN"] == "<redacted>"
+
+    live = rocmdoctor("check", "--json", env=env)
+    replay = rocmdoctor("check", "--json", "--from", str(snap))
+
+    def strip(out: str) -> list[tuple[str, str, str]]:
+        return [(c["id"], c["status"], c["summary"]) for c in json.loads(out)["checks"]]
+
+    assert strip(replay.stdout) == strip(live.stdout)
+    assert ("debug-env", "warn", "HIP_LAUNCH_BLOCKING set: GPU work runs slower") in strip(
+        replay.stdout)
+
+
+def test_strict_counts_warnings(tmp_path: Path) -> None:
+    env = {**os.environ, "AMD_SERIALIZE_KERNEL": "3"}
+    assert rocmdoctor("check", "--only", "debug-env", env=env).returncode == 0
+    r = rocmdoctor("check", "--only", "debug-env", "--strict", env=env)
+    assert r.returncode == 1
+    assert "[!] debug-env  AMD_SERIALIZE_KERNEL set: GPU work runs slower" in r.stdout
+    assert "$ unset AMD_SERIALIZE_KERNEL" in r.stdout

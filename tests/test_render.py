@@ -1,0 +1,84 @@
+from __future__ import annotations
+
+import json
+
+from rocmdoctor.model import CheckResult, Finding, Fix, Report, Status
+from rocmdoctor.render_json import render_json
+from rocmdoctor.render_terminal import render_terminal
+
+REPORT = Report(
+    tool_version="0.1.0",
+    platform="rocm",
+    results=(
+        CheckResult("os-release", "Distribution", Status.PASS, "Ubuntu 22.04.5 LTS",
+                    duration_ms=1),
+        CheckResult(
+            "kfd-access", "GPU device access (/dev/kfd, /dev/dri)", Status.FAIL,
+            "alice cannot open /dev/kfd (group render, mode 0660)",
+            findings=(Finding.error("alice is not in group render"),),
+            fix=Fix("Add your user to the render and video groups, then log in again.",
+                    ("sudo usermod -aG render,video $USER",), needs_root=True,
+                    needs_relogin=True),
+            source="https://rocm.docs.amd.com/projects/install-on-linux/en/latest/",
+            duration_ms=3,
+        ),
+        CheckResult("debug-env", "Debugging variables", Status.WARN,
+                    "HIP_LAUNCH_BLOCKING set: GPU work runs slower",
+                    fix=Fix("Unset it.", ("unset HIP_LAUNCH_BLOCKING",)), duration_ms=0),
+        CheckResult("perf-level", "Power policy", Status.SKIP, "no AMD GPU"),
+        CheckResult("gpu-agents", "GPU agents", Status.ERROR,
+                    "rocminfo did not answer within 10 s", duration_ms=10000),
+    ),
+)
+
+
+def test_terminal_rendering_is_exact() -> None:
+    assert render_terminal(REPORT, width=100) == (
+        "rocmdoctor 0.1.0 · platform: rocm\n"
+        "\n"
+        "[✓] os-release  Ubuntu 22.04.5 LTS\n"
+        "[✗] kfd-access  alice cannot open /dev/kfd (group render, mode 0660)\n"
+        "                fix: Add your user to the render and video groups, then log in again.\n"
+        "                  $ sudo usermod -aG render,video $USER   (needs root, then log in again)\n"
+        "[!] debug-env   HIP_LAUNCH_BLOCKING set: GPU work runs slower\n"
+        "                fix: Unset it.\n"
+        "                  $ unset HIP_LAUNCH_BLOCKING\n"
+        "[-] perf-level  no AMD GPU\n"
+        "[E] gpu-agents  rocminfo did not answer within 10 s\n"
+        "\n"
+        "1 passed, 1 warning, 1 failed, 1 skipped, 1 error\n"
+    )
+
+
+def test_verbose_adds_findings_sources_and_durations() -> None:
+    text = render_terminal(REPORT, verbose=True, width=120)
+    assert "[✗] kfd-access  alice cannot open /dev/kfd (group render, mode 0660)  (3 ms)\n" in text
+    assert "                error: alice is not in group render\n" in text
+    assert ("                source: https://rocm.docs.amd.com/projects/install-on-linux/en/"
+            "latest/\n") in text
+    assert "[E] gpu-agents  rocminfo did not answer within 10 s  (10000 ms)\n" in text
+
+
+def test_colour_only_when_asked() -> None:
+    assert "\x1b[" not in render_terminal(REPORT)
+    assert "\x1b[" in render_terminal(REPORT, color=True)
+
+
+def test_json_follows_the_contract_exactly() -> None:
+    data = json.loads(render_json(REPORT))
+    assert list(data) == ["schema", "tool_version", "platform", "summary", "checks"]
+    assert data["schema"] == "rocmdoctor.check/1"
+    assert data["summary"] == {"pass": 1, "warn": 1, "fail": 1, "skip": 1, "error": 1}
+    assert data["checks"][1] == {
+        "id": "kfd-access",
+        "title": "GPU device access (/dev/kfd, /dev/dri)",
+        "status": "fail",
+        "summary": "alice cannot open /dev/kfd (group render, mode 0660)",
+        "findings": [{"severity": "error", "text": "alice is not in group render"}],
+        "fix": {"text": "Add your user to the render and video groups, then log in again.",
+                "commands": ["sudo usermod -aG render,video $USER"],
+                "needs_root": True, "needs_relogin": True},
+        "source": "https://rocm.docs.amd.com/projects/install-on-linux/en/latest/",
+        "duration_ms": 3,
+    }
+    assert data["checks"][0]["fix"] is None

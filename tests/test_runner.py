@@ -1,0 +1,125 @@
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from rocmdoctor.host import Host
+from rocmdoctor.model import Check, CheckResult, Fix, Status
+from rocmdoctor.runner import UnknownCheckError, run_checks, select_checks
+from tests.helpers import host_of
+
+
+class Fixed(Check):
+    def __init__(self, cid: str, status: Status, delay: float = 0.0) -> None:
+        self.id = cid  # type: ignore[misc]
+        self.title = cid.title()  # type: ignore[misc]
+        self.status = status
+        self.delay = delay
+
+    def run(self, host: Host) -> CheckResult:
+        time.sleep(self.delay)
+        return self.result(self.status, f"{self.id} is {self.status.value}")
+
+
+class Crashing(Check):
+    id = "crashing"
+    title = "Crashes"
+
+    def run(self, host: Host) -> CheckResult:
+        raise KeyError("gfx1100")
+
+
+class Hanging(Check):
+    id = "hanging"
+    title = "Hangs"
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+
+    def run(self, host: Host) -> CheckResult:
+        self.release.wait(30)
+        return self.passed("late")
+
+
+class NotHere(Check):
+    id = "not-here"
+    title = "Does not apply"
+
+    def applies(self, host: Host) -> str | None:
+        return "no AMD GPU"
+
+    def run(self, host: Host) -> CheckResult:  # pragma: no cover - must not run
+        raise AssertionError("run() called on a check that does not apply")
+
+
+def test_results_keep_registry_order_even_when_finishing_out_of_order() -> None:
+    checks = [Fixed("slow", Status.PASS, 0.2), Fixed("fast", Status.WARN)]
+    report = run_checks(host_of(), checks)
+    assert [r.id for r in report.results] == ["slow", "fast"]
+    assert [r.status for r in report.results] == [Status.PASS, Status.WARN]
+    assert report.results[0].duration_ms >= 200
+    assert report.platform == "cpu"
+
+
+def test_checks_run_concurrently() -> None:
+    checks = [Fixed(f"c{i}", Status.PASS, 0.3) for i in range(6)]
+    start = time.monotonic()
+    run_checks(host_of(), checks)
+    assert time.monotonic() - start < 1.2
+
+
+def test_a_crashing_check_is_an_error_with_the_reason() -> None:
+    report = run_checks(host_of(), [Crashing(), Fixed("after", Status.PASS)])
+    crashed = report.results[0]
+    assert crashed.status is Status.ERROR
+    assert crashed.summary == "the check crashed: KeyError: 'gfx1100'"
+    assert report.results[1].status is Status.PASS
+    assert report.exit_code() == 1
+
+
+def test_a_hanging_check_is_cut_off_and_reported() -> None:
+    hanging = Hanging()
+    start = time.monotonic()
+    report = run_checks(host_of(), [hanging, Fixed("ok", Status.PASS)], timeout_s=0.3)
+    hanging.release.set()
+    assert time.monotonic() - start < 2
+    assert report.results[0].status is Status.ERROR
+    assert report.results[0].summary == "the check did not finish within 0.3 s"
+    assert report.results[1].status is Status.PASS
+
+
+def test_a_check_that_does_not_apply_is_skipped_with_its_reason() -> None:
+    report = run_checks(host_of(), [NotHere()])
+    assert report.results[0].status is Status.SKIP
+    assert report.results[0].summary == "no AMD GPU"
+    assert report.exit_code() == 0
+
+
+@pytest.mark.parametrize(
+    ("statuses", "strict", "code"),
+    [
+        ([Status.PASS, Status.SKIP], False, 0),
+        ([Status.PASS, Status.WARN], False, 0),
+        ([Status.PASS, Status.WARN], True, 1),
+        ([Status.FAIL], False, 1),
+        ([Status.ERROR], False, 1),
+    ],
+)
+def test_exit_codes_follow_the_contract(statuses: list[Status], strict: bool, code: int) -> None:
+    checks = [Fixed(f"c{i}", s) for i, s in enumerate(statuses)]
+    assert run_checks(host_of(), checks).exit_code(strict) == code
+
+
+def test_select_checks_only_and_skip() -> None:
+    checks = [Fixed("a", Status.PASS), Fixed("b", Status.PASS), Fixed("c", Status.PASS)]
+    assert [c.id for c in select_checks(checks, only=["c", "a"])] == ["a", "c"]
+    assert [c.id for c in select_checks(checks, skip=["b"])] == ["a", "c"]
+    with pytest.raises(UnknownCheckError, match="unknown check id: nope"):
+        select_checks(checks, only=["nope"])
+
+
+def test_fix_defaults() -> None:
+    fix = Fix("Log in again.")
+    assert fix.commands == () and not fix.needs_root and not fix.needs_relogin
