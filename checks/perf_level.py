@@ -1,0 +1,88 @@
+"""perf-level: each AMD card's power_dpm_force_performance_level.
+
+By hand: `grep . /sys/class/drm/card*/device/power_dpm_force_performance_level`; `rocm-smi`
+shows the same value in its Perf column. Only root can change it, and rocmdoctor never does.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+from rocmdoctor.facts import AMD_PCI_VENDOR, not_rocm_reason
+from rocmdoctor.host import Host
+from rocmdoctor.kb.perf_levels import DEFAULT_LEVEL, THERMAL_DOC, Verdict, lookup
+from rocmdoctor.model import Check, CheckResult, Finding, Fix, Status
+
+LEVEL_FILE = "power_dpm_force_performance_level"
+LEVEL_GLOB = f"/sys/class/drm/card*/device/{LEVEL_FILE}"
+# cardN only: connector entries such as card0-DP-1 are not GPUs.
+_CARD_PATH = re.compile(rf"/sys/class/drm/(card\d+)/device/{LEVEL_FILE}")
+
+
+def amd_level_files(host: Host) -> list[tuple[str, str]]:
+    """(card, path) of every AMD card (PCI vendor 0x1002) that has the file."""
+    found = []
+    for path in host.glob(LEVEL_GLOB):
+        match = _CARD_PATH.fullmatch(path)
+        if match is None:
+            continue
+        card = match.group(1)
+        vendor = (host.read_file(f"/sys/class/drm/{card}/device/vendor") or "").strip().lower()
+        if vendor == AMD_PCI_VENDOR:
+            found.append((card, path))
+    return sorted(found, key=lambda cp: int(cp[0][4:]))
+
+
+class PerfLevelCheck(Check):
+    id = "perf-level"
+    title = "GPU performance level"
+    source = THERMAL_DOC
+
+    def applies(self, host: Host) -> Optional[str]:
+        return not_rocm_reason(host)
+
+    def run(self, host: Host) -> CheckResult:
+        files = amd_level_files(host)
+        if not files:
+            return self.skipped(f"no AMD GPU exposes {LEVEL_FILE}")
+        findings: list[Finding] = []
+        by_value: dict[str, list[str]] = {}
+        slow: list[tuple[str, str, str]] = []
+        source = THERMAL_DOC
+        for card, path in files:
+            text = host.read_file(path)
+            if text is None:
+                findings.append(Finding.info(
+                    f"{card}: the level could not be read (the GPU may be suspended or "
+                    "resetting)"))
+                continue
+            value = text.strip() or "(empty)"
+            by_value.setdefault(value, []).append(card)
+            level = lookup(text)
+            if level.verdict is Verdict.SLOW:
+                slow.append((card, path, value))
+                findings.append(Finding.error(f"{card}: {value}: {level.meaning}; training "
+                                              "runs slower than with auto"))
+            elif level.verdict is Verdict.PINNED:
+                findings.append(Finding.hint(
+                    f"{card}: {value}: {level.meaning}; good for steady benchmarks, but the "
+                    "GPU draws more power when idle (auto is the default)"))
+            elif level.verdict is Verdict.NOTE:
+                findings.append(Finding.info(f"{card}: {value}: {level.meaning}"))
+                source = level.source if level.source != THERMAL_DOC else source
+        if not by_value:
+            return self.skipped("no AMD GPU's performance level could be read")
+        summary = "; ".join(f"{', '.join(cards)}: {value}" for value, cards in by_value.items())
+        if not slow:
+            return self.passed(summary, findings, source=source)
+        cards = ", ".join(card for card, _, _ in slow)
+        fix = Fix(f"Return {cards} to {DEFAULT_LEVEL} (this lasts until reboot; "
+                  f"`sudo rocm-smi --setperflevel {DEFAULT_LEVEL}` does the same for every "
+                  "GPU). If the level comes back after a reboot, a udev rule or a service "
+                  "sets it.",
+                  tuple(f"echo {DEFAULT_LEVEL} | sudo tee {path}" for _, path, _ in slow),
+                  needs_root=True)
+        summary = f"{cards} held at low clocks ({summary})"
+        return self.result(Status.WARN, summary, findings, fix, source=THERMAL_DOC)
+
