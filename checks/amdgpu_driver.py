@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Optional
 
-from rocmdoctor.facts import not_rocm_reason
+from rocmdoctor.facts import container_signals, is_wsl, kernel_release, not_rocm_reason
 from rocmdoctor.host import Host
 from rocmdoctor.model import Check, CheckResult, Finding, Fix, Status
 
@@ -28,37 +28,9 @@ GRUB_COMMANDS = ("sudoedit /etc/default/grub", "sudo update-grub", "sudo reboot"
 # https://man7.org/linux/man-pages/man5/modprobe.d.5.html), rd.driver.blacklist (dracut).
 BLACKLIST_PARAMS = ("module_blacklist", "modprobe.blacklist", "rd.driver.blacklist")
 MODPROBE_GLOB = "/etc/modprobe.d/*.conf"
-CONTAINER_CGROUP_WORDS = ("docker", "kubepods", "containerd", "libpod", "lxc")
 
 
 # Facts that kfd-access and ppfeaturemask share.
-def is_wsl(host: Host) -> bool:
-    """WSL2 kernels are named like 5.15.153.1-microsoft-standard-WSL2."""
-    release = host.platform.kernel_release.lower()
-    return "microsoft" in release or "wsl" in release
-
-
-def container_signals(host: Host) -> list[str]:
-    """Why this looks like a container (empty when it does not)."""
-
-    def compute() -> list[str]:
-        signals = [p for p in ("/.dockerenv", "/run/.containerenv") if host.exists(p)]
-        if host.env.get("container"):
-            signals.append(f"container={host.env['container']}")
-        cgroup = (host.read_file("/proc/1/cgroup") or "").lower()
-        signals += [f"/proc/1/cgroup mentions {w}" for w in CONTAINER_CGROUP_WORDS if w in cgroup]
-        return signals
-
-    return host.memo("amdgpu:container", compute)
-
-
-def kernel_release(host: Host) -> str:
-    if host.platform.kernel_release:
-        return host.platform.kernel_release
-    words = (host.read_file("/proc/version") or "").split()
-    return words[2] if words[:2] == ["Linux", "version"] and len(words) > 2 else "unknown"
-
-
 @dataclass(frozen=True)
 class CmdlineFacts:
     blacklist_tokens: tuple[str, ...]  # the tokens that blacklist amdgpu

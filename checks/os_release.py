@@ -12,6 +12,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Optional
 
+from rocmdoctor.facts import is_wsl, kernel_release
 from rocmdoctor.host import Host
 from rocmdoctor.kb import rocm_support as kb
 from rocmdoctor.model import Check, CheckResult, Finding, Fix, Status
@@ -91,11 +92,7 @@ def read_os_release(host: Host) -> Optional[OsRelease]:
 
 def wsl_kernel(host: Host) -> Optional[str]:
     """The kernel release when it is a WSL kernel (…-microsoft-standard-WSL2), else None."""
-    release = host.platform.kernel_release
-    proc = host.read_file("/proc/version") or ""
-    if "microsoft" in release.lower() or "microsoft" in proc.lower():
-        return release or proc.strip()
-    return None
+    return kernel_release(host) if is_wsl(host) else None
 
 
 class OsReleaseCheck(Check):

@@ -13,10 +13,9 @@ from rocmdoctor.checks.amdgpu_driver import (
     GRUB_COMMANDS,
     ModprobeLine,
     comment_out,
-    is_wsl,
     modprobe_lines,
 )
-from rocmdoctor.facts import not_rocm_reason
+from rocmdoctor.facts import is_wsl, not_rocm_reason
 from rocmdoctor.host import Host
 from rocmdoctor.kb.ppfeatures import (
     AMD_SHARED_H,

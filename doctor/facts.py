@@ -10,6 +10,7 @@ AMD_PCI_VENDOR = "0x1002"
 NVIDIA_PCI_VENDOR = "0x10de"
 # PCI class codes of display controllers (0x03xxxx) and processing accelerators (0x12xxxx).
 GPU_PCI_CLASSES = ("0x03", "0x12")
+CONTAINER_CGROUP_WORDS = ("docker", "kubepods", "containerd", "libpod", "lxc")
 
 
 def _pci_gpu_vendors(host: Host) -> set[str]:
@@ -84,3 +85,30 @@ def not_rocm_reason(host: Host) -> Optional[str]:
     if kind == "cuda":
         return "not an AMD machine (NVIDIA GPU found)"
     return "no AMD GPU, amdgpu driver or ROCm install found"
+
+
+def is_wsl(host: Host) -> bool:
+    """WSL2 kernels are named like 5.15.153.1-microsoft-standard-WSL2."""
+    release = host.platform.kernel_release.lower()
+    return "microsoft" in release or "wsl" in release
+
+
+def container_signals(host: Host) -> list[str]:
+    """Why this looks like a container (empty when it does not)."""
+
+    def compute() -> list[str]:
+        signals = [p for p in ("/.dockerenv", "/run/.containerenv") if host.exists(p)]
+        if host.env.get("container"):
+            signals.append(f"container={host.env['container']}")
+        cgroup = (host.read_file("/proc/1/cgroup") or "").lower()
+        signals += [f"/proc/1/cgroup mentions {w}" for w in CONTAINER_CGROUP_WORDS if w in cgroup]
+        return signals
+
+    return host.memo("facts:container", compute)
+
+
+def kernel_release(host: Host) -> str:
+    if host.platform.kernel_release:
+        return host.platform.kernel_release
+    words = (host.read_file("/proc/version") or "").split()
+    return words[2] if words[:2] == ["Linux", "version"] and len(words) > 2 else "unknown"
