@@ -1,0 +1,257 @@
+"""AMD GPU targets (gfx): family, product examples, APU or not, native ROCm support per
+release, and the HSA_OVERRIDE_GFX_VERSION values reported to work, each with its source.
+
+Sources:
+- LLVM_PROCESSORS: the AMDGPU processor table (dGPU/APU column, example products) and the
+  generic processor table, whose families group the targets that share one instruction set
+  (code built for one member runs on the others).
+- ROCM_MATRIX / ROCM_MATRIX_PAST: the GPU / LLVM target rows of the ROCm compatibility
+  matrix.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Optional
+
+LLVM_PROCESSORS = "https://llvm.org/docs/AMDGPUUsage.html#processors"
+LLVM_GENERIC = "https://llvm.org/docs/AMDGPUUsage.html#amdgpu-generic-processor-table"
+ROCM_MATRIX = "https://rocm.docs.amd.com/en/latest/compatibility/compatibility-matrix.html"
+ROCM_MATRIX_PAST = (
+    "https://github.com/ROCm/ROCm/blob/develop/docs/compatibility/"
+    "compatibility-matrix-historical-6.0.csv"
+)
+# libhsakmt parses the override as "%u.%u.%u" (major <= 63, minor and stepping <= 255) and
+# fails topology discovery, so every HSA application, on any other value.
+HSAKMT_TOPOLOGY = (
+    "https://github.com/ROCm/rocm-systems/blob/develop/projects/rocr-runtime/libhsakmt/src/"
+    "topology.c"
+)
+
+
+@dataclass(frozen=True)
+class GfxTarget:
+    gfx: str
+    family: str  # marketing architecture: "RDNA3", "CDNA3", "GCN5 (Vega)" ...
+    isa_group: str  # LLVM generic family, or the target itself when it has none
+    apu: bool  # integrated GPU (LLVM table "APU" column)
+    products: str
+    source: str = LLVM_PROCESSORS
+
+
+def _t(gfx: str, family: str, group: str, apu: bool, products: str) -> GfxTarget:
+    return GfxTarget(gfx, family, group, apu, products)
+
+
+# isa_group: LLVM's generic processors gfx9-generic, gfx10-1-generic, gfx10-3-generic,
+# gfx11-generic and gfx12-generic (LLVM_GENERIC). CDNA targets belong to none.
+GFX_TARGETS: dict[str, GfxTarget] = {t.gfx: t for t in (
+    _t("gfx801", "GCN3 (Carrizo)", "gfx801", True, "A10-8700P, FX-8800P APUs"),
+    _t("gfx803", "GCN4 (Polaris/Fiji)", "gfx803", False,
+       "Radeon RX 470/480/460, R9 Fury/Nano, Instinct MI6/MI8"),
+    _t("gfx900", "GCN5 (Vega)", "gfx9", False, "Radeon RX Vega 56/64, Instinct MI25"),
+    _t("gfx902", "GCN5 (Vega)", "gfx9", True, "Ryzen 2200G/2400G, Ryzen 2000U Vega graphics"),
+    _t("gfx904", "GCN5 (Vega)", "gfx9", False, "Vega 12"),
+    _t("gfx906", "GCN5 (Vega 7nm)", "gfx9", False,
+       "Instinct MI50/MI60, Radeon VII, Radeon Pro VII"),
+    _t("gfx908", "CDNA1", "gfx908", False, "Instinct MI100"),
+    _t("gfx909", "GCN5 (Vega)", "gfx9", True, "Raven 2 APU graphics"),
+    _t("gfx90a", "CDNA2", "gfx90a", False, "Instinct MI210/MI250/MI250X"),
+    _t("gfx90c", "GCN5 (Vega)", "gfx9", True,
+       "Ryzen 4000/5000 APU graphics (Renoir, Cezanne)"),
+    _t("gfx940", "CDNA3", "gfx940", False, "Instinct MI300 (early)"),
+    _t("gfx941", "CDNA3", "gfx941", False, "Instinct MI300 (early)"),
+    _t("gfx942", "CDNA3", "gfx942", False, "Instinct MI300X/MI300A/MI325X"),
+    _t("gfx950", "CDNA4", "gfx950", False, "Instinct MI350X/MI355X"),
+    _t("gfx1010", "RDNA1", "gfx10-1", False, "Radeon RX 5700/5700 XT, Pro 5600M"),
+    _t("gfx1011", "RDNA1", "gfx10-1", False, "Radeon Pro V520"),
+    _t("gfx1012", "RDNA1", "gfx10-1", False, "Radeon RX 5500/5500 XT"),
+    _t("gfx1013", "RDNA1", "gfx10-1", True, "APU graphics (Cyan Skillfish)"),
+    _t("gfx1030", "RDNA2", "gfx10-3", False,
+       "Radeon RX 6800/6800 XT/6900 XT/6950 XT, PRO W6800, V620"),
+    _t("gfx1031", "RDNA2", "gfx10-3", False, "Radeon RX 6700 XT/6750 XT/6800M"),
+    _t("gfx1032", "RDNA2", "gfx10-3", False, "Radeon RX 6600/6600 XT/6650 XT, PRO W6600"),
+    _t("gfx1033", "RDNA2", "gfx10-3", True, "Van Gogh APU graphics (Steam Deck)"),
+    _t("gfx1034", "RDNA2", "gfx10-3", False, "Radeon RX 6500 XT/6400"),
+    _t("gfx1035", "RDNA2", "gfx10-3", True, "Radeon 680M/660M (Ryzen 6000 APUs)"),
+    _t("gfx1036", "RDNA2", "gfx10-3", True,
+       "AMD Radeon Graphics of Ryzen 7000/9000 desktop CPUs (Raphael, Granite Ridge)"),
+    _t("gfx1100", "RDNA3", "gfx11", False,
+       "Radeon RX 7900 XTX/XT/GRE, PRO W7900/W7800"),
+    _t("gfx1101", "RDNA3", "gfx11", False, "Radeon RX 7800 XT/7700 XT, PRO W7700"),
+    _t("gfx1102", "RDNA3", "gfx11", False, "Radeon RX 7600/7600 XT, PRO W7600/W7500"),
+    _t("gfx1103", "RDNA3", "gfx11", True, "Radeon 780M/760M/740M (Phoenix, Hawk Point)"),
+    _t("gfx1150", "RDNA3.5", "gfx11", True, "Radeon 890M/880M (Strix Point)"),
+    _t("gfx1151", "RDNA3.5", "gfx11", True, "Radeon 8060S/8050S (Strix Halo)"),
+    _t("gfx1152", "RDNA3.5", "gfx11", True, "Radeon 860M/840M (Krackan Point)"),
+    _t("gfx1153", "RDNA3.5", "gfx11", True, "RDNA 3.5 APU graphics"),
+    _t("gfx1200", "RDNA4", "gfx12", False, "Radeon RX 9060/9060 XT"),
+    _t("gfx1201", "RDNA4", "gfx12", False,
+       "Radeon RX 9070/9070 XT/9070 GRE, AI PRO R9700"),
+)}
+
+
+@dataclass(frozen=True)
+class RocmRelease:
+    first: tuple[int, int, int]  # first release with this list (inclusive)
+    last: tuple[int, int, int]  # last release with this list (inclusive)
+    targets: frozenset[str]
+    source: str
+
+
+_BASE_6 = frozenset({"gfx1100", "gfx1030", "gfx942", "gfx90a", "gfx908"})
+_RDNA4 = frozenset({"gfx1201", "gfx1200", "gfx1101"})
+# Official Linux support lists ("GPU / LLVM target" rows). Releases outside these ranges
+# are not known here (older ones, and the 7.9+ technology-preview stream).
+ROCM_RELEASES: tuple[RocmRelease, ...] = (
+    RocmRelease((6, 0, 0), (6, 3, 99), _BASE_6, ROCM_MATRIX_PAST),
+    RocmRelease((6, 4, 0), (6, 4, 0), _BASE_6, ROCM_MATRIX),
+    RocmRelease((6, 4, 1), (6, 4, 99), _BASE_6 | _RDNA4, ROCM_MATRIX),
+    RocmRelease((7, 0, 0), (7, 2, 99), _BASE_6 | _RDNA4 | {"gfx950"}, ROCM_MATRIX),
+)
+
+
+@dataclass(frozen=True)
+class OverrideRule:
+    """An HSA_OVERRIDE_GFX_VERSION value reported for a real target, and whether it works."""
+
+    value: str  # "10.3.0"
+    target: str  # the target the value makes the runtime report: "gfx1030"
+    source: str
+    note: str
+    works: bool = True
+
+
+_ROCM_2353 = "https://github.com/ROCm/ROCm/issues/2353"
+_ROCM_1756 = "https://github.com/ROCm/ROCm/issues/1756"
+_ROCM_2216 = "https://github.com/ROCm/ROCm/issues/2216"
+_OLLAMA_GPU = "https://github.com/ollama/ollama/blob/main/docs/gpu.md"
+_ROCM_3207 = "https://github.com/ROCm/ROCm/issues/3207"
+_ROCBLAS_1398 = "https://github.com/ROCm/rocBLAS/issues/1398"
+_LIKELOVEWANT_10 = "https://github.com/likelovewant/ROCmLibs-for-gfx1103-AMD780M-APU/issues/10"
+_LIKELOVEWANT_37 = "https://github.com/likelovewant/ROCmLibs-for-gfx1103-AMD780M-APU/issues/37"
+
+
+def _rdna2(gfx: str, source: str) -> tuple[str, tuple[OverrideRule, ...]]:
+    return gfx, (OverrideRule("10.3.0", "gfx1030", source,
+                              "runs the gfx1030 (RX 6800/6900) code on this RDNA2 GPU"),)
+
+
+def _rdna3(gfx: str, source: str) -> tuple[str, tuple[OverrideRule, ...]]:
+    return gfx, (OverrideRule("11.0.0", "gfx1100", source,
+                              "runs the gfx1100 (RX 7900) code on this RDNA3 GPU"),)
+
+
+# gfx1033/1035/1036: LLVM lists every gfx103x in gfx10-3-generic with "no restrictions",
+# so gfx1030 code runs on them unchanged.
+OVERRIDE_RULES: dict[str, tuple[OverrideRule, ...]] = dict((
+    _rdna2("gfx1031", _ROCM_2353),
+    _rdna2("gfx1032", _ROCM_1756),
+    _rdna2("gfx1033", LLVM_GENERIC),
+    _rdna2("gfx1034", _OLLAMA_GPU),
+    _rdna2("gfx1035", LLVM_GENERIC),
+    _rdna2("gfx1036", LLVM_GENERIC),
+    _rdna3("gfx1101", _LIKELOVEWANT_10),
+    _rdna3("gfx1102", _LIKELOVEWANT_10),
+    _rdna3("gfx1103", _ROCM_3207),
+    ("gfx90c", (OverrideRule("9.0.0", "gfx900", _ROCBLAS_1398,
+                             "runs the gfx900 (Vega 10) code on this Vega APU"),)),
+    ("gfx902", (OverrideRule("9.0.0", "gfx900", _ROCM_2216,
+                             "runs the gfx900 (Vega 10) code on this Vega APU; reports are "
+                             "mixed ('HIP error: shared object initialization failed' on "
+                             "some ROCm 6 installs)"),)),
+    ("gfx1150", (OverrideRule("11.0.0", "gfx1100", _LIKELOVEWANT_37,
+                              "reported to fail with HSA_STATUS_ERROR_INVALID_ISA on gfx1150; "
+                              "use a PyTorch build that includes gfx1150 instead",
+                              works=False),)),
+))
+
+_GFX_RE = re.compile(r"gfx[0-9a-f]{3,4}", re.IGNORECASE)
+_OVERRIDE_RE = re.compile(r"(\d+)\.(\d+)\.(\d+)")
+# Families for targets this table does not list yet, by name prefix.
+_PREFIX_FAMILY = (("gfx120", "RDNA4", "gfx12"), ("gfx115", "RDNA3.5", "gfx11"),
+                  ("gfx110", "RDNA3", "gfx11"), ("gfx103", "RDNA2", "gfx10-3"),
+                  ("gfx101", "RDNA1", "gfx10-1"))
+
+
+def base_target(gfx_full: str) -> str:
+    """`gfx90a` from `gfx90a:sramecc+:xnack-`, `gfx902+xnack` or `amdgcn-amd-amdhsa--gfx90a`."""
+    name = gfx_full.strip().lower()
+    if "--" in name:
+        name = name.rsplit("--", 1)[1]
+    return re.split(r"[:+]", name, maxsplit=1)[0]
+
+
+def is_gfx_name(name: str) -> bool:
+    return _GFX_RE.fullmatch(base_target(name)) is not None
+
+
+def target_info(gfx: str) -> Optional[GfxTarget]:
+    return GFX_TARGETS.get(base_target(gfx))
+
+
+def family_of(gfx: str) -> Optional[str]:
+    """"RDNA2", "RDNA3", "CDNA3" ... or None for a target this table does not know."""
+    info = target_info(gfx)
+    if info is not None:
+        return info.family
+    base = base_target(gfx)
+    return next((fam for prefix, fam, _ in _PREFIX_FAMILY if base.startswith(prefix)), None)
+
+
+def isa_group(gfx: str) -> Optional[str]:
+    """The family of targets that run each other's code (LLVM generic processor)."""
+    info = target_info(gfx)
+    if info is not None:
+        return info.isa_group
+    base = base_target(gfx)
+    return next((grp for prefix, _, grp in _PREFIX_FAMILY if base.startswith(prefix)), None)
+
+
+def is_apu(gfx: str) -> bool:
+    info = target_info(gfx)
+    return bool(info and info.apu)
+
+
+def parse_override(value: str) -> Optional[tuple[int, int, int]]:
+    """(major, minor, stepping) as libhsakmt accepts it, or None when it would reject it."""
+    m = _OVERRIDE_RE.fullmatch(value)
+    if m is None:
+        return None
+    major, minor, step = (int(g) for g in m.groups())
+    if major > 63 or minor > 255 or step > 255:
+        return None
+    return major, minor, step
+
+
+def target_from_version(major: int, minor: int, stepping: int) -> str:
+    """gfx name of a version triple: (9, 0, 10) -> gfx90a, (11, 0, 0) -> gfx1100."""
+    return f"gfx{major}{minor:x}{stepping:x}"
+
+
+def override_value_target(value: str) -> Optional[str]:
+    """"11.0.0" -> "gfx1100"; None for a value libhsakmt would reject."""
+    parsed = parse_override(value)
+    return target_from_version(*parsed) if parsed else None
+
+
+def kfd_target_version(number: int) -> Optional[str]:
+    """gfx name of KFD's gfx_target_version (major*10000 + minor*100 + stepping)."""
+    if number <= 0:
+        return None
+    return target_from_version(number // 10000, (number // 100) % 100, number % 100)
+
+
+def override_reports(gfx: str) -> tuple[OverrideRule, ...]:
+    return OVERRIDE_RULES.get(base_target(gfx), ())
+
+
+def override_for(gfx: str) -> Optional[OverrideRule]:
+    """The override value reported to work for this real target, or None."""
+    return next((r for r in override_reports(gfx) if r.works), None)
+
+
+def rocm_native_targets(version: tuple[int, int, int]) -> Optional[RocmRelease]:
+    """The official support list of a ROCm release, or None when this table does not know it."""
+    return next((r for r in ROCM_RELEASES if r.first <= version <= r.last), None)
