@@ -1,12 +1,37 @@
-"""The explicit, ordered list of checks. Order is output order."""
+"""The explicit, ordered list of checks. Order is output order (the contract's table)."""
 
 from __future__ import annotations
 
+from rocmdoctor.checks.allocator_config import AllocatorConfig
+from rocmdoctor.checks.amdgpu_driver import AmdgpuDriver
 from rocmdoctor.checks.debug_env import DebugEnv
+from rocmdoctor.checks.gfx_override import GfxOverride
+from rocmdoctor.checks.gpu_agents import GpuAgents
+from rocmdoctor.checks.kernel_version import KernelVersion
+from rocmdoctor.checks.kfd_access import KfdAccess
+from rocmdoctor.checks.nvidia_driver import NvidiaDriver
+from rocmdoctor.checks.os_release import OsReleaseCheck
+from rocmdoctor.checks.perf_level import PerfLevelCheck
+from rocmdoctor.checks.ppfeaturemask import PPFeatureMask
+from rocmdoctor.checks.rocm_install import RocmInstallCheck
+from rocmdoctor.checks.rocm_permissions import RocmPermissions
+from rocmdoctor.checks.torch_arch_support import TorchArchSupport
+from rocmdoctor.checks.torch_device import TorchDevice
+from rocmdoctor.checks.torch_install import TorchInstall
+from rocmdoctor.checks.torch_rocm_match import TorchRocmMatch
+from rocmdoctor.checks.torchvision_match import TorchvisionMatch
+from rocmdoctor.checks.visible_devices import VisibleDevices
 from rocmdoctor.model import Check
+
+MACHINE_CHECKS = (
+    OsReleaseCheck, KernelVersion, AmdgpuDriver, KfdAccess, RocmInstallCheck, RocmPermissions,
+    GpuAgents, PerfLevelCheck, PPFeatureMask,
+)
+TORCH_CHECKS = (
+    TorchInstall, TorchRocmMatch, TorchArchSupport, TorchDevice, TorchvisionMatch,
+)
+ENV_CHECKS = (DebugEnv, GfxOverride, VisibleDevices, AllocatorConfig, NvidiaDriver)
 
 
 def all_checks() -> list[Check]:
-    return [
-        DebugEnv(),
-    ]
+    return [cls() for cls in (*MACHINE_CHECKS, *TORCH_CHECKS, *ENV_CHECKS)]

@@ -1,10 +1,179 @@
-"""The Python/PyTorch probe: runs in a child process of the Python that will train."""
+"""The Python/PyTorch probe: runs `probe_child.py` in a child process of the Python that trains.
+
+The child is run by path with the target interpreter (so a foreign interpreter without
+rocmdoctor works) and without `-I`: a training script sees PYTHONPATH and the user site
+(`pip install --user torch`), so the probe must too. A crash (negative return code), a hang
+(the timeout), an import error or output that is not JSON all become a result dict whose
+`torch.error` says why; rocmdoctor itself never raises here.
+
+`make_probe` starts the child at once in a background thread, so importing torch overlaps
+with the machine checks; `Host.python()` then waits for it (memoized by LiveHost).
+"""
 
 from __future__ import annotations
 
+import json
+import os
+import signal
+import sys
+import threading
 from typing import Any, Callable, Optional
 
+from rocmdoctor.host import CommandResult
+from rocmdoctor.livehost import run_command
 
-def make_probe(python: Optional[str]) -> Optional[Callable[[], Optional[dict[str, Any]]]]:
-    """A callable that runs the probe under `python` (default: this interpreter)."""
+PROBE_TIMEOUT_S = 60.0
+CHILD_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "probe_child.py")
+PARTIAL_MARK = "ROCMDOCTOR_PROBE_PARTIAL "  # keep equal to probe_child.PARTIAL_MARK
+
+ProbeFn = Callable[[], Optional[dict[str, Any]]]
+
+_STAGES = {
+    "start": "before reading anything",
+    "packages": "while reading package versions",
+    "import": "while importing torch",
+    "info": "while reading torch's build information",
+    "init": "while initialising the GPU runtime (torch.cuda.is_available)",
+    "devices": "while reading the device properties",
+    "done": "after reporting its result",
+}
+
+
+def describe_stage(stage: Optional[str]) -> str:
+    if stage and stage.startswith("smoke:"):
+        return f"while running the smoke test on device {stage.split(':', 1)[1]}"
+    return _STAGES.get(stage or "", "before reporting anything")
+
+
+def probe_argv(python: str) -> list[str]:
+    return [python, CHILD_SCRIPT, "--parent-pid", str(os.getpid())]
+
+
+def _json_object(text: str) -> Optional[dict[str, Any]]:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _final_result(stdout: str) -> Optional[dict[str, Any]]:
+    """The child's result: the last stdout line that is a JSON object with a `torch` key."""
+    for line in reversed(stdout.splitlines()):
+        value = _json_object(line.strip())
+        if value is not None and isinstance(value.get("torch"), dict):
+            return value
     return None
+
+
+def _last_partial(stderr: str) -> tuple[Optional[dict[str, Any]], Optional[str]]:
+    """The last complete progress report on stderr: (result so far, stage)."""
+    for line in reversed(stderr.splitlines()):
+        if not line.startswith(PARTIAL_MARK):
+            continue
+        value = _json_object(line[len(PARTIAL_MARK):])
+        if value is None:
+            continue  # a line cut short by the crash
+        result = value.get("result")
+        stage = value.get("stage")
+        return (result if isinstance(result, dict) else None,
+                stage if isinstance(stage, str) else None)
+    return None, None
+
+
+def _last_stderr_line(stderr: str) -> str:
+    lines = [ln.strip() for ln in stderr.splitlines()
+             if ln.strip() and not ln.startswith(PARTIAL_MARK)]
+    return lines[-1][:300] if lines else ""
+
+
+def _signal_name(returncode: int) -> str:
+    try:
+        return f"{signal.Signals(-returncode).name} (signal {-returncode})"
+    except ValueError:
+        return f"signal {-returncode}"
+
+
+def _failure_reason(python: str, res: CommandResult, stage: Optional[str],
+                    timeout: float) -> str:
+    where = describe_stage(stage)
+    if res.timed_out:
+        return f"the probe did not finish within {timeout:g} s ({where})"
+    if res.returncode == 127:
+        return f"cannot run {python}: no such interpreter (or it is not executable)"
+    if res.returncode == 126:
+        return f"cannot run {python}: {_last_stderr_line(res.stderr) or 'permission denied'}"
+    if res.returncode < 0:
+        return f"the probe was killed by {_signal_name(res.returncode)} {where}"
+    tail = _last_stderr_line(res.stderr)
+    if res.returncode != 0:
+        return f"the probe exited with status {res.returncode} {where}" + (
+            f": {tail}" if tail else "")
+    return "the probe printed no result" + (f": {tail}" if tail else "")
+
+
+def interpret(python: str, res: CommandResult, timeout: float = PROBE_TIMEOUT_S
+              ) -> dict[str, Any]:
+    """Turn the child's CommandResult into the snapshot `python` section. Never raises."""
+    final = _final_result(res.stdout)
+    partial, stage = _last_partial(res.stderr)
+    data: dict[str, Any] = final or partial or {"executable": python, "packages": {}}
+    torch = data.get("torch")
+    if not isinstance(torch, dict):
+        torch = data["torch"] = {"imported": False, "error": None}
+    data.setdefault("packages", {})
+    data["probe"] = {
+        "returncode": res.returncode, "timed_out": res.timed_out,
+        "duration_s": round(res.duration_s, 3), "timeout_s": timeout,
+        "stage": "done" if final is not None else stage,
+    }
+    if final is None:
+        torch["error"] = _failure_reason(python, res, stage, timeout)
+        torch["failed_stage"] = stage
+        torch.setdefault("imported", False)
+    elif res.returncode != 0:
+        # The result came through, but the interpreter crashed or failed on its way out.
+        data["probe"]["exit_error"] = _failure_reason(python, res, "done", timeout)
+    return data
+
+
+def run_probe(python: Optional[str] = None, timeout: float = PROBE_TIMEOUT_S
+              ) -> dict[str, Any]:
+    """Run the probe now, in this thread, and return its result."""
+    interpreter = python or sys.executable
+    try:
+        res = run_command(probe_argv(interpreter), timeout)
+    except Exception as exc:  # run_command contains its own failures; this is a last guard
+        res = CommandResult(returncode=126, stderr=f"{type(exc).__name__}: {exc}")
+    return interpret(interpreter, res, timeout)
+
+
+class BackgroundProbe:
+    """A probe started at construction in a daemon thread; calling it waits for the result."""
+
+    def __init__(self, python: Optional[str], timeout: float = PROBE_TIMEOUT_S) -> None:
+        self.python = python or sys.executable
+        self.timeout = timeout
+        self._result: Optional[dict[str, Any]] = None
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="rocmdoctor-probe", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._result = run_probe(self.python, self.timeout)
+        finally:
+            self._done.set()
+
+    def __call__(self) -> Optional[dict[str, Any]]:
+        self._done.wait()
+        return self._result
+
+
+def make_probe(python: Optional[str], timeout: float = PROBE_TIMEOUT_S) -> Optional[ProbeFn]:
+    """A callable giving the probe result for `python` (default: this interpreter).
+
+    The child starts now, so that importing torch overlaps with everything else; if
+    rocmdoctor exits without asking, the child dies with it (PR_SET_PDEATHSIG).
+    """
+    return BackgroundProbe(python, timeout)

@@ -14,7 +14,7 @@ from rocmdoctor.facts import platform_kind
 from rocmdoctor.host import Host
 from rocmdoctor.model import Check, CheckResult, Report, Status
 
-DEFAULT_CHECK_TIMEOUT_S = 30.0
+DEFAULT_CHECK_TIMEOUT_S = 90.0  # above the probe's own 60 s, so its checks report its reason
 
 
 class UnknownCheckError(ValueError):

@@ -1,0 +1,195 @@
+"""torch-arch-support: every GPU's target is among the targets compiled into torch.
+
+By hand: `python -c "import torch; print(torch.cuda.get_arch_list());
+print([torch.cuda.get_device_properties(i).gcnArchName for i in
+range(torch.cuda.device_count())])"` on ROCm (compare `gfx90a` of `gfx90a:sramecc+:xnack-`),
+or `torch.cuda.get_device_capability(i)` against the `sm_XY` / `compute_XY` entries on CUDA.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Optional
+
+from rocmdoctor.checks.torch_install import (
+    cuda_index_line,
+    pip_line,
+    probe_skip_reason,
+    torch_of,
+)
+from rocmdoctor.facts import platform_kind
+from rocmdoctor.gpus import amd_gpus
+from rocmdoctor.host import Host
+from rocmdoctor.kb import gfx as kb_gfx
+from rocmdoctor.kb import torch_wheels as wheels
+from rocmdoctor.model import Check, CheckResult, Finding, Fix, Status
+from rocmdoctor.nvidia import nvidia_gpus
+
+CUDA_COMPAT = (
+    "https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#binary-compatibility"
+)
+_SM = re.compile(r"(sm|compute)_(\d+)(\d)([a-z]?)$")
+
+
+@dataclass(frozen=True)
+class Device:
+    index: int
+    name: str
+    target: str  # base gfx target, or "sm_90"
+
+
+def _rocm_devices(host: Host) -> list[Device]:
+    devices = torch_of(host).get("devices") or []
+    seen = [Device(int(d.get("index", i)), str(d.get("name") or "?"),
+                   kb_gfx.base_target(str(d["arch"])))
+            for i, d in enumerate(devices) if d.get("arch")]
+    if seen:
+        return seen
+    return [Device(g.index, g.name, g.gfx) for g in amd_gpus(host).gpus]
+
+
+def _cuda_devices(host: Host) -> list[Device]:
+    found = []
+    for i, d in enumerate(torch_of(host).get("devices") or []):
+        cap = d.get("cuda_capability")
+        if isinstance(cap, list) and len(cap) == 2:
+            found.append(Device(int(d.get("index", i)), str(d.get("name") or "?"),
+                                f"sm_{cap[0]}{cap[1]}"))
+    if found:
+        return found
+    return [Device(g.index, g.name, g.sm) for g in nvidia_gpus(host).gpus if g.sm]
+
+
+def cuda_support(target: str, arch_list: list[str]) -> Optional[str]:
+    """How a CUDA device runs torch's kernels: "native", "compatible", "ptx", or None."""
+    m = _SM.match(target)
+    if m is None:
+        return None
+    cap = (int(m.group(2)), int(m.group(3)))
+    entries = [e for e in (_SM.match(a) for a in arch_list) if e is not None]
+    if any(e.group(1) == "sm" and (int(e.group(2)), int(e.group(3))) == cap for e in entries):
+        return "native"
+    # Binaries for sm_XY run on later minor versions of the same major (not the "a" variants).
+    if any(e.group(1) == "sm" and not e.group(4) and int(e.group(2)) == cap[0]
+           and int(e.group(3)) < cap[1] for e in entries):
+        return "compatible"
+    if any(e.group(1) == "compute" and (int(e.group(2)), int(e.group(3))) <= cap
+           for e in entries):
+        return "ptx"
+    return None
+
+
+class TorchArchSupport(Check):
+    id = "torch-arch-support"
+    title = "GPU targets compiled into torch"
+    source = "https://github.com/pytorch/pytorch/blob/main/torch/cuda/__init__.py"
+
+    def applies(self, host: Host) -> Optional[str]:
+        reason = probe_skip_reason(host)
+        if reason:
+            return reason
+        torch = torch_of(host)
+        if not torch.get("imported"):
+            return "torch does not import (see torch-install)"
+        if not (torch.get("hip") or torch.get("cuda")):
+            return "CPU build of torch: no GPU code to check"
+        if platform_kind(host) == "cpu":
+            return "no GPU on this machine"
+        if not torch.get("arch_list"):
+            return "torch reported no compiled GPU targets"
+        return None
+
+    def run(self, host: Host) -> CheckResult:
+        torch = torch_of(host)
+        arch_list = [str(a) for a in torch.get("arch_list") or []]
+        if torch.get("hip"):
+            return self._rocm(host, torch, arch_list)
+        return self._cuda(host, torch, arch_list)
+
+    def _rocm(self, host: Host, torch: dict[str, object], arch_list: list[str]) -> CheckResult:
+        compiled = {kb_gfx.base_target(a) for a in arch_list}
+        devices = _rocm_devices(host)
+        if not devices:
+            return self.skipped("no AMD GPU found")
+        version = str(torch.get("version"))
+        missing = [d for d in devices if d.target not in compiled]
+        names = ", ".join(sorted({f"{d.target} ({d.name})" for d in devices}))
+        findings: list[Finding] = []
+        override = host.env.get("HSA_OVERRIDE_GFX_VERSION")
+        if override:
+            findings.append(Finding.info(
+                f"HSA_OVERRIDE_GFX_VERSION={override} is set: torch sees the overridden "
+                "target (see gfx-override)"))
+        if not missing:
+            return self.passed(f"{names} in torch {version}'s compiled targets", findings)
+        listed = ", ".join(arch_list)
+        for d in missing:
+            findings.append(Finding.error(
+                f"GPU {d.index} {d.name} is {d.target}; torch {version} was compiled for "
+                f"{listed}"))
+        usable = [d for d in devices if d.target in compiled]
+        if usable and all(kb_gfx.is_apu(d.target) for d in missing):
+            keep = ",".join(str(d.index) for d in usable)
+            return self.result(
+                Status.WARN, f"the integrated GPU ({missing[0].target}) is not in torch's "
+                f"targets; GPU {keep} is", findings,
+                Fix("Hide the integrated GPU from PyTorch.",
+                    (f"export HIP_VISIBLE_DEVICES={keep}",)))
+        fix, source = self._rocm_fix(missing[0].target, findings)
+        return self.result(Status.FAIL, f"{missing[0].target} is not among the targets compiled "
+                           f"into torch {version}", findings, fix, source)
+
+    @staticmethod
+    def _rocm_fix(target: str, findings: list[Finding]) -> tuple[Optional[Fix], Optional[str]]:
+        newest = next((r for r in sorted(wheels.INDEX_TARGETS,
+                                         key=lambda r: wheels.version_tuple(r.rocm), reverse=True)
+                       if target in r.targets), None)
+        rule = kb_gfx.override_for(target)
+        if rule is not None:
+            hint = (f"unofficial: export HSA_OVERRIDE_GFX_VERSION={rule.value} {rule.note} "
+                    f"({rule.source})")
+            if newest is None:
+                return Fix(f"Make the runtime treat {target} as {rule.target} (unofficial; "
+                           f"{rule.note}).",
+                           (f"export HSA_OVERRIDE_GFX_VERSION={rule.value}",)), rule.source
+            findings.append(Finding.hint(hint))
+        if newest is not None:
+            return Fix(f"Install a PyTorch build that includes {target} (the rocm{newest.rocm} "
+                       "wheels do).", (pip_line(f"rocm{newest.rocm}", True),)), newest.source
+        return Fix(f"No official PyTorch wheel includes {target}: build PyTorch from source "
+                   f"with PYTORCH_ROCM_ARCH={target}."), None
+
+    def _cuda(self, host: Host, torch: dict[str, object], arch_list: list[str]) -> CheckResult:
+        devices = _cuda_devices(host)
+        if not devices:
+            return self.skipped("no NVIDIA GPU found")
+        version = str(torch.get("version"))
+        findings: list[Finding] = []
+        missing = []
+        for d in devices:
+            how = cuda_support(d.target, arch_list)
+            if how is None:
+                missing.append(d)
+            elif how == "ptx":
+                findings.append(Finding.info(
+                    f"GPU {d.index} {d.name} ({d.target}) runs torch's kernels through PTX "
+                    "JIT compilation: the first start is slow"))
+        names = ", ".join(sorted({f"{d.target} ({d.name})" for d in devices}))
+        if not missing:
+            return self.passed(f"{names} supported by torch {version}", findings,
+                               source=CUDA_COMPAT)
+        # A GPU newer than every compiled target needs a newer CUDA; an older one an older
+        # CUDA (CUDA 13 dropped Maxwell, Pascal and Volta).
+        caps = [(int(e.group(2)), int(e.group(3))) for e in map(_SM.match, arch_list) if e]
+        first = _SM.match(missing[0].target)
+        newer = bool(caps and first and (int(first.group(2)), int(first.group(3))) > min(caps))
+        line, why = cuda_index_line(host, newest_gpus=newer)
+        for d in missing:
+            findings.append(Finding.error(
+                f"GPU {d.index} {d.name} is {d.target}; torch {version} has "
+                f"{', '.join(arch_list)}"))
+        return self.result(
+            Status.FAIL, f"{missing[0].target} is not supported by torch {version}", findings,
+            Fix(f"Install a PyTorch build whose CUDA version supports {missing[0].target} "
+                f"({why}).", (line,)), CUDA_COMPAT)

@@ -1,0 +1,118 @@
+"""torch-device: torch sees the GPUs the system lists, and a small computation is right on each.
+
+By hand: `rocminfo | grep -c 'Device Type: *GPU'` (or `nvidia-smi -L`), then
+`python -c "import torch; print(torch.cuda.device_count())"` and, per device,
+`(torch.rand(64, 64).cuda() @ torch.rand(64, 64).cuda())` compared with the same product on
+the CPU (with TF32 off).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Optional
+
+from rocmdoctor.checks.torch_install import BUILD_NAMES, build_of, probe_skip_reason, torch_of
+from rocmdoctor.facts import platform_kind
+from rocmdoctor.gpus import GpuAgent, amd_gpus, describe, select
+from rocmdoctor.host import Host
+from rocmdoctor.model import Check, CheckResult, Finding, Fix, Status
+from rocmdoctor.nvidia import nvidia_gpus
+
+HIP_VISIBILITY = "https://rocm.docs.amd.com/en/latest/conceptual/gpu-isolation.html"
+
+
+def _visible(devices: Sequence[Any], env: dict[str, str], names: tuple[str, ...],
+             uuids: bool = False) -> tuple[list[Any], list[str]]:
+    """Apply the first set variable of `names` to `devices` (UUID entries when `uuids`)."""
+    for var in names:
+        if var in env:
+            chosen = select(var, env[var], devices, uuids=uuids)
+            return list(chosen.chosen), [f"{var}={env[var]}"]
+    return list(devices), []
+
+
+def expected_gpus(host: Host, kind: str) -> tuple[list[str], str, list[str]]:
+    """(descriptions of the GPUs torch should see, where they come from, visibility vars)."""
+    env = dict(host.env)
+    if kind == "rocm":
+        inventory = amd_gpus(host)
+        devices: list[GpuAgent] = list(inventory.gpus)
+        used: list[str] = []
+        if inventory.source == "kfd-sysfs":  # sysfs does not apply ROCR_VISIBLE_DEVICES
+            devices, used = _visible(devices, env, ("ROCR_VISIBLE_DEVICES",), uuids=True)
+        # HIP honours CUDA_VISIBLE_DEVICES only when HIP_VISIBLE_DEVICES is unset.
+        devices, more = _visible(devices, env, ("HIP_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES"))
+        return [describe(g) for g in devices], inventory.source, used + more
+    gpus = nvidia_gpus(host).gpus
+    shown, used = _visible(list(gpus), env, ("CUDA_VISIBLE_DEVICES",), uuids=True)
+    return [f"{g.name}" for g in shown], "nvidia-smi", used
+
+
+class TorchDevice(Check):
+    id = "torch-device"
+    title = "torch sees the GPUs, and computes correctly on each"
+    source = HIP_VISIBILITY
+
+    def applies(self, host: Host) -> Optional[str]:
+        reason = probe_skip_reason(host)
+        if reason:
+            return reason
+        torch = torch_of(host)
+        if not torch.get("imported"):
+            return "torch does not import (see torch-install)"
+        kind = platform_kind(host)
+        if kind == "cpu":
+            return "no GPU on this machine"
+        build = build_of(torch)
+        if build != kind:
+            return f"torch is a {BUILD_NAMES.get(build or 'cpu')} build (see torch-install)"
+        return None
+
+    def run(self, host: Host) -> CheckResult:
+        torch = torch_of(host)
+        kind = platform_kind(host)
+        expected, origin, vars_used = expected_gpus(host, kind)
+        seen = int(torch.get("device_count") or 0)
+        devices = torch.get("devices") or []
+        lister = "rocminfo" if origin == "rocminfo" else origin
+        selected = f" ({', '.join(vars_used)})" if vars_used else ""
+        if torch.get("error"):  # the probe crashed or hung after importing torch
+            return self.result(
+                Status.FAIL, f"torch failed on the GPU: {torch['error']}",
+                [Finding.error(str(torch["error"])),
+                 Finding.hint("check dmesg for amdgpu/nvidia errors (GPU reset, page fault)")])
+        if seen == 0:
+            findings = [Finding.error(f"{lister} lists {g}") for g in expected]
+            if not expected:
+                findings = [Finding.error("no GPU is listed by the system either")]
+            return self.result(
+                Status.FAIL, f"torch sees no GPU; {lister} lists {len(expected)}{selected}",
+                findings,
+                Fix("See the kfd-access, gfx-override, visible-devices and torch-arch-support "
+                    "results for why the runtime hides the GPU."))
+        findings = [Finding.info(f"GPU {d.get('index')}: {d.get('name')}"
+                                 + (f" ({d['arch']})" if d.get("arch") else ""))
+                    for d in devices]
+        bad = [d for d in devices if not (d.get("smoke") or {}).get("ok", True)]
+        for d in bad:
+            findings.append(Finding.error(
+                f"GPU {d.get('index')} {d.get('name')}: {(d.get('smoke') or {}).get('error')}"))
+        if bad:
+            first = bad[0]
+            fix = Fix("Wrong results on a GPU usually mean its code was built for another "
+                      "target (HSA_OVERRIDE_GFX_VERSION) or an unsupported setup; see "
+                      "gfx-override and torch-arch-support, and check dmesg.")
+            return self.result(
+                Status.FAIL, f"the smoke test failed on GPU {first.get('index')} "
+                f"({first.get('name')})", findings, fix)
+        counted = f"torch sees {seen} GPU{'s' if seen != 1 else ''}"
+        if expected and seen != len(expected):
+            findings.append(Finding.error(
+                f"{lister} lists {len(expected)}{selected}: {'; '.join(expected)}"))
+            return self.result(Status.WARN, f"{counted}; {lister} lists {len(expected)}"
+                               f"{selected}", findings,
+                               Fix("Check HIP_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES (see "
+                                   "visible-devices)."))
+        tested = bool(devices) and all(d.get("smoke") for d in devices)
+        checked = "matmul and conv2d match the CPU on each" if tested else "no smoke test ran"
+        return self.passed(f"{counted}{selected}; {checked}", findings)

@@ -1,0 +1,137 @@
+"""torch-rocm-match: the ROCm release torch was built for, against the system ROCm and driver.
+
+By hand: `python -c "import torch; print(torch.version.hip)"` (e.g. `6.2.41133-dd7f95766`:
+HIP 6.2, build 41133 = ROCm 6.2.0), `cat /opt/rocm/.info/version`, and
+`cat /sys/module/amdgpu/version` (present with AMD's amdgpu-dkms driver only).
+
+Official wheels carry their own ROCm user space (libamdhip64, rocBLAS, MIOpen ... in
+torch/lib), so a different system ROCm does not matter to them; the kernel driver does, and
+AMD tests each driver with a window of user-space releases.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from rocmdoctor.checks.torch_install import probe_skip_reason, rocm_index_line, torch_of
+from rocmdoctor.host import Host
+from rocmdoctor.kb import torch_wheels as wheels
+from rocmdoctor.model import Check, CheckResult, Finding, Fix, Status
+from rocmdoctor.rocm_version import RocmInstall, installed_rocm
+
+AMDGPU_VERSION = "/sys/module/amdgpu/version"
+
+
+def wheel_rocm(hip: str) -> tuple[str, str]:
+    """(ROCm release text, major.minor) for a torch.version.hip string."""
+    row = wheels.hip_build(hip)
+    minor = wheels.rocm_of_hip(hip) or "?"
+    base = hip.split("-", 1)[0]
+    if row is None:
+        return f"ROCm {minor} (HIP {base})", minor
+    releases = row.releases
+    text = releases[0] if len(releases) == 1 else f"{releases[0]}-{releases[-1]}"
+    return f"ROCm {text} (HIP {base})", minor
+
+
+def _minor(version: str) -> tuple[int, ...]:
+    return wheels.version_tuple(version)[:2]
+
+
+class TorchRocmMatch(Check):
+    id = "torch-rocm-match"
+    title = "ROCm release torch was built for vs system ROCm and driver"
+    source = wheels.KMD_MATRIX
+
+    def applies(self, host: Host) -> Optional[str]:
+        reason = probe_skip_reason(host)
+        if reason:
+            return reason
+        torch = torch_of(host)
+        if not torch.get("imported"):
+            return "torch does not import (see torch-install)"
+        if not torch.get("hip"):
+            kind = "a CUDA" if torch.get("cuda") else "a CPU"
+            return f"torch {torch.get('version')} is {kind} build, not a ROCm build"
+        return None
+
+    def run(self, host: Host) -> CheckResult:
+        torch = torch_of(host)
+        version = str(torch.get("version"))
+        built, built_minor = wheel_rocm(str(torch["hip"]))
+        bundled = torch.get("bundles_rocm")
+        system = installed_rocm(host)
+        findings: list[Finding] = []
+        status, fix = Status.PASS, None
+        if bundled is True:
+            findings.append(Finding.info(
+                f"torch {version} carries its own ROCm user-space libraries, so the system "
+                "ROCm version need not match it"))
+        if system is None:
+            summary = f"torch built for {built}; no system ROCm (not needed by the wheel)"
+        elif _minor(system.version) == _minor(built_minor):
+            summary = f"torch built for {built}; system ROCm {system.version} matches"
+        else:
+            summary = f"torch built for {built}; system ROCm {system.version}"
+            if bundled is False:
+                status = Status.WARN
+                line, why = rocm_index_line(host)
+                findings.append(Finding.error(
+                    f"this torch loads the system's ROCm {system.version} libraries but was "
+                    f"built for ROCm {built_minor}"))
+                fix = Fix(f"Install the official wheel ({why}) or rebuild torch against "
+                          f"ROCm {system.version}.", (line,))
+        user_space = built_minor if bundled is not False or system is None else system.version
+        driver_status, driver_notes, driver_fix = self._driver(host, system, user_space)
+        findings.extend(driver_notes)
+        if driver_status is Status.WARN and status is Status.PASS:
+            status, fix = Status.WARN, driver_fix
+            summary += f"; the amdgpu driver is not tested with ROCm {built_minor}"
+        return self.result(status, summary, findings, fix)
+
+    def _driver(self, host: Host, system: Optional[RocmInstall], user_space: str
+                ) -> tuple[Status, list[Finding], Optional[Fix]]:
+        """Is the kernel driver tested with the user space torch runs on?"""
+        dkms = (host.read_file(AMDGPU_VERSION) or "").strip()
+        if not dkms:
+            kernel_release = host.platform.kernel_release
+            if "microsoft" in kernel_release.lower():
+                return Status.PASS, [Finding.info(
+                    "WSL: the Windows AMD driver runs the GPU (through /dev/dxg); check its "
+                    "version against AMD's WSL support table")], None
+            if host.exists("/sys/module/amdgpu"):
+                kernel = host.platform.kernel_release or "?"
+                return Status.PASS, [Finding.info(
+                    f"amdgpu is the kernel's own driver (kernel {kernel}); AMD validates ROCm "
+                    "with its amdgpu-dkms driver, and new ROCm releases may need a newer "
+                    "kernel")], None
+            return Status.PASS, [Finding.info(
+                "the amdgpu driver is not loaded (see amdgpu-driver)")], None
+        if system is None:
+            return Status.PASS, [Finding.info(
+                f"amdgpu-dkms driver {dkms} is loaded; its ROCm release is unknown (no ROCm "
+                "install records it)")], None
+        kmd = str(system.version)
+        tested = wheels.kmd_supports(kmd, user_space)
+        where = (f"the amdgpu-dkms driver {dkms} (assumed to come with the installed "
+                 f"ROCm {kmd})")
+        if tested is True:
+            return Status.PASS, [Finding.info(f"{where} is tested with ROCm {user_space} "
+                                              "user space")], None
+        if tested is False:
+            row = next(r for r in wheels.KMD_SUPPORT
+                       if wheels.version_tuple(r.kmd) == _minor(kmd))
+            line, why = rocm_index_line(host)
+            return Status.WARN, [Finding.error(
+                f"{where} is tested with ROCm {', '.join(row.user_space)} user space, not "
+                f"{'.'.join(str(p) for p in _minor(user_space))}")], Fix(
+                f"Install the torch build for the driver's ROCm ({why}), or upgrade the "
+                "driver with amdgpu-install.", (line,))
+        floor = wheels.KMD_ONE_YEAR_RULE_FROM
+        if _minor(kmd) >= floor and _minor(user_space) >= floor:
+            return Status.PASS, [Finding.info(
+                f"{where}: from ROCm 6.4 on AMD supports driver and user space up to a year "
+                "apart")], None
+        return Status.PASS, [Finding.info(
+            f"{where}: AMD's table does not list it with ROCm "
+            f"{'.'.join(str(p) for p in _minor(user_space))} user space")], None

@@ -1,0 +1,528 @@
+"""torch-install, torch-rocm-match, torch-arch-support, torch-device and torchvision-match.
+
+ROCm machines are replayed from real captures: `torch.utils.collect_env` outputs
+(tests/fixtures/real/collect_env-*.txt) turned into the probe's `python` section by
+`probe_from_collect_env`, with the rocminfo capture of the same machine or GPU. What a
+collect_env capture does not show (the compiled target list) is passed explicitly, with its
+source.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Optional
+
+import pytest
+
+from rocmdoctor.checks.torch_arch_support import TorchArchSupport
+from rocmdoctor.checks.torch_device import TorchDevice
+from rocmdoctor.checks.torch_install import TorchInstall
+from rocmdoctor.checks.torch_rocm_match import TorchRocmMatch
+from rocmdoctor.checks.torchvision_match import TorchvisionMatch
+from rocmdoctor.kb import torch_wheels as tw
+from rocmdoctor.model import CheckResult, Finding, Fix, Status
+from rocmdoctor.nvidia import QUERY_KEY
+from rocmdoctor.snapshot import SnapshotHost
+from tests.helpers import char_dev, fixture_text, make_snapshot
+
+GFX1150_ENV = "collect_env-gfx1150-890m-rocm7.2-container-torch2.9.1.txt"
+MI300X_ENV = "collect_env-vllm-gfx942-mi300x-x8-rocm6.2-topology.txt"
+WSL_ENV = "collect_env-wsl2-gfx1030-rx6800xt-rocm6.1.3-no-gfx-suffix.txt"
+# Asked for and absent on the replayed machines (strict hosts fail on anything else).
+ABSENT: tuple[str, ...] = (
+    "rocminfo", "/dev/kfd", "/sys/module/amdgpu", "/sys/module/amdgpu/version",
+    "/sys/class/kfd/kfd/topology/nodes", "/opt/rocm/.info/version",
+    "/opt/rocm/core/.info/version", "/opt/rocm/include/rocm-core/rocm_version.h",
+    "/opt/rocm/include/rocm_version.h", "/proc/driver/nvidia/version", "/dev/nvidiactl",
+    QUERY_KEY,
+)
+PACKAGES = ("torch", "torchvision", "torchaudio", "triton", "pytorch-triton-rocm", "numpy")
+# The targets PyTorch's build script compiles into current ROCm wheels
+# (.ci/docker/manywheel/build.sh, PYTORCH_ROCM_ARCH) and uv's per-index lists (kb).
+ROCM64_TARGETS = list(tw.INDEX_TARGETS[5].targets)
+ROCM62_TARGETS = list(tw.INDEX_TARGETS[2].targets)
+assert (tw.INDEX_TARGETS[5].rocm, tw.INDEX_TARGETS[2].rocm) == ("6.4", "6.2")
+
+
+def probe_from_collect_env(name: str, *, device_count: Optional[int] = None,
+                           arch_list: Optional[list[str]] = None,
+                           bundles_rocm: Optional[bool] = None) -> dict[str, Any]:
+    """The snapshot `python` section a probe would give on the machine of a collect_env capture."""
+    text = fixture_text(name)
+    fields: dict[str, str] = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition(": ")
+        if sep and key and not key.startswith(("[", " ")) and key not in fields:
+            fields[key] = value.strip()
+    packages = {}
+    for m in re.finditer(r"^\[pip3\] ([A-Za-z0-9_.-]+)==(\S+)$", text, re.MULTILINE):
+        if m.group(1) in PACKAGES:
+            packages[m.group(1)] = m.group(2)
+    hip = fields.get("ROCM used to build PyTorch", "N/A")
+    cuda = fields.get("CUDA used to build PyTorch", "N/A")
+    available = fields.get("Is CUDA available") == "True"
+    gpu_line = fields.get("GPU models and configuration", "")
+    named = re.fullmatch(r"(.*?)\s*\((gfx[^)]+)\)", gpu_line)
+    gpu_name, arch = (named.group(1), named.group(2)) if named else (gpu_line, None)
+    count = device_count if device_count is not None else int(available and bool(gpu_line))
+    devices = [{"index": i, "name": gpu_name, "arch": arch} for i in range(count)]
+    torch: dict[str, Any] = {
+        "imported": True, "error": None, "version": fields["PyTorch version"],
+        "hip": None if hip == "N/A" else hip, "cuda": None if cuda == "N/A" else cuda,
+        "available": available, "device_count": count, "arch_list": arch_list or [],
+        "devices": devices,
+    }
+    if hip != "N/A":
+        torch["miopen"] = fields.get("MIOpen runtime version")
+        torch["hip_runtime"] = fields.get("HIP runtime version")
+        if bundles_rocm is not None:
+            torch["bundles_rocm"] = bundles_rocm
+    return {"executable": "/usr/bin/python3",
+            "version": fields["Python version"].split()[0], "packages": packages,
+            "torch": torch}
+
+
+def rocm_host(probe: dict[str, Any], *, rocminfo: Optional[str] = None,
+              rocm_version: Optional[str] = None, kernel: str = "6.8.0-45-generic",
+              dkms: Optional[str] = None, amdgpu: bool = True, kfd: bool = True,
+              env: Optional[dict[str, str]] = None) -> SnapshotHost:
+    """An AMD machine: /dev/kfd, amdgpu (inbox unless `dkms`), ROCm at /opt/rocm."""
+    files: dict[str, str] = {}
+    paths: dict[str, dict[str, Any]] = {}
+    dirs: dict[str, list[str]] = {}
+    commands: dict[str, Any] = {}
+    if kfd:
+        paths["/dev/kfd"] = char_dev()
+    if amdgpu:
+        dirs["/sys/module/amdgpu"] = ["initstate", "parameters"]
+    if dkms:
+        files["/sys/module/amdgpu/version"] = dkms + "\n"
+    if rocm_version:
+        files["/opt/rocm/.info/version"] = rocm_version + "\n"
+    if rocminfo:
+        commands["rocminfo"] = {"returncode": 0, "stdout": fixture_text(rocminfo),
+                                "stderr": "", "timed_out": False}
+    data = make_snapshot(files=files, paths=paths, dirs=dirs, commands=commands, kernel=kernel,
+                         python=probe, env=env or {})
+    return SnapshotHost(data, strict=True, absent=ABSENT)
+
+
+def plain_host(**kw: Any) -> SnapshotHost:
+    return SnapshotHost(make_snapshot(**kw), strict=True, absent=ABSENT)
+
+
+def whole(r: CheckResult) -> tuple[Any, ...]:
+    return (r.status, r.summary, r.findings, r.fix)
+
+
+# --- Radeon 890M (gfx1150), AMD's rocm/pytorch 7.2 container, torch 2.9.1 ----------------------
+
+def gfx1150_host(**kw: Any) -> SnapshotHost:
+    probe = kw.pop("probe", None) or probe_from_collect_env(GFX1150_ENV, bundles_rocm=False)
+    return rocm_host(probe, rocminfo="rocminfo-gfx1150-890m-apu-plus-npu-dsp-agent-rocm7.2.txt",
+                     rocm_version="7.2.0", kernel="6.17.0-1012-oem", **kw)
+
+
+def test_helper_reads_the_collect_env_capture() -> None:
+    probe = probe_from_collect_env(GFX1150_ENV)
+    assert probe["version"] == "3.12.3"
+    assert probe["packages"] == {
+        "numpy": "2.4.1", "torch": "2.9.1+rocm7.2.0.lw.git7e1940d4",
+        "torchaudio": "2.9.0+rocm7.2.0.gite3c6ee2b",
+        "torchvision": "0.24.0+rocm7.2.0.gitb919bd0c", "triton": "3.5.1+rocm7.2.0.gita272dfa8"}
+    assert probe["torch"] == {
+        "imported": True, "error": None, "version": "2.9.1+rocm7.2.0.git7e1940d4",
+        "hip": "7.2.26015-fc0010cf6a", "cuda": None, "available": True, "device_count": 1,
+        "arch_list": [], "devices": [{"index": 0, "name": "AMD Radeon Graphics",
+                                      "arch": "gfx1150"}],
+        "miopen": "3.5.1", "hip_runtime": "7.2.26015"}
+
+
+def test_gfx1150_container_torch_install_passes() -> None:
+    assert whole(TorchInstall().run(gfx1150_host())) == (
+        Status.PASS, "torch 2.9.1+rocm7.2.0.git7e1940d4 imports; ROCm build fits the AMD GPU",
+        (), None)
+
+
+def test_gfx1150_container_torch_rocm_match_with_the_inbox_driver() -> None:
+    assert whole(TorchRocmMatch().run(gfx1150_host())) == (
+        Status.PASS, "torch built for ROCm 7.2.0 (HIP 7.2.26015); system ROCm 7.2.0 matches",
+        (Finding.info("amdgpu is the kernel's own driver (kernel 6.17.0-1012-oem); AMD "
+                      "validates ROCm with its amdgpu-dkms driver, and new ROCm releases may "
+                      "need a newer kernel"),), None)
+
+
+def test_gfx1150_container_torchvision_is_a_vendor_pair() -> None:
+    assert whole(TorchvisionMatch().run(gfx1150_host())) == (
+        Status.PASS, "torchvision 0.24.0+rocm7.2.0.gitb919bd0c with torch "
+        "2.9.1+rocm7.2.0.git7e1940d4: same minor release (vendor build)",
+        (Finding.info("torchvision 0.24.0+rocm7.2.0.gitb919bd0c was released for another torch "
+                      "patch release; torch 2.9.1+rocm7.2.0.git7e1940d4 pairs with torchvision "
+                      "0.24.1"),), None)
+
+
+def test_gfx1150_container_torch_device() -> None:
+    assert whole(TorchDevice().run(gfx1150_host())) == (
+        Status.PASS, "torch sees 1 GPU; no smoke test ran",
+        (Finding.info("GPU 0: AMD Radeon Graphics (gfx1150)"),), None)
+
+
+def test_gfx1150_with_the_official_rocm64_wheel_needs_a_newer_index() -> None:
+    # The same 890M with what `pip install torch --index-url .../rocm6.4` gives (2.9.1).
+    probe = probe_from_collect_env(GFX1150_ENV, arch_list=ROCM64_TARGETS, bundles_rocm=True)
+    probe["torch"]["version"] = "2.9.1+rocm6.4"
+    probe["torch"]["hip"] = "6.4.43484-0f2d60242"
+    r = TorchArchSupport().run(gfx1150_host(probe=probe))
+    assert whole(r) == (
+        Status.FAIL, "gfx1150 is not among the targets compiled into torch 2.9.1+rocm6.4",
+        (Finding.error("GPU 0 AMD Radeon Graphics is gfx1150; torch 2.9.1+rocm6.4 was "
+                       f"compiled for {', '.join(ROCM64_TARGETS)}"),),
+        Fix("Install a PyTorch build that includes gfx1150 (the rocm7.2 wheels do).",
+            ("pip install --force-reinstall torch torchvision --index-url "
+             "https://download.pytorch.org/whl/rocm7.2",)))
+    assert r.source == tw.UV_TORCH_BACKENDS
+    # ...and the bundled 6.4 user space on ROCm 7.2's driver: fine from 6.4 on.
+    m = TorchRocmMatch().run(gfx1150_host(probe=probe, dkms="6.16.6"))
+    assert whole(m) == (
+        Status.PASS, "torch built for ROCm 6.4.2-6.4.3 (HIP 6.4.43484); system ROCm 7.2.0",
+        (Finding.info("torch 2.9.1+rocm6.4 carries its own ROCm user-space libraries, so the "
+                      "system ROCm version need not match it"),
+         Finding.info("the amdgpu-dkms driver 6.16.6 (assumed to come with the installed ROCm "
+                      "7.2.0): from ROCm 6.4 on AMD supports driver and user space up to a year "
+                      "apart")), None)
+
+
+# --- 8x MI300X (gfx942), vLLM's ROCm 6.2 container, torch 2.5.0a0 built from source ----------
+
+def mi300x_host() -> SnapshotHost:
+    # PYTORCH_ROCM_ARCH=gfx90a;gfx942 is printed in the capture's environment section, and its
+    # topology section shows GPU0..GPU7.
+    probe = probe_from_collect_env(MI300X_ENV, device_count=8, arch_list=["gfx90a", "gfx942"],
+                                   bundles_rocm=False)
+    return rocm_host(probe, rocm_version="6.2.0", kernel="6.8.0-48-generic")
+
+
+def test_mi300x_arch_support_from_the_build_arch_list() -> None:
+    assert whole(TorchArchSupport().run(mi300x_host())) == (
+        Status.PASS, "gfx942 (AMD Instinct MI300X) in torch 2.5.0a0+gitcedc116's compiled "
+        "targets", (), None)
+
+
+def test_mi300x_source_build_against_matching_system_rocm() -> None:
+    assert whole(TorchRocmMatch().run(mi300x_host())) == (
+        Status.PASS, "torch built for ROCm 6.2.0 (HIP 6.2.41133); system ROCm 6.2.0 matches",
+        (Finding.info("amdgpu is the kernel's own driver (kernel 6.8.0-48-generic); AMD "
+                      "validates ROCm with its amdgpu-dkms driver, and new ROCm releases may "
+                      "need a newer kernel"),), None)
+
+
+def test_mi300x_source_built_torchvision_one_minor_behind_warns() -> None:
+    assert whole(TorchvisionMatch().run(mi300x_host())) == (
+        Status.WARN, "torchvision 0.19.1a0+6194369 with torch 2.5.0a0+gitcedc116: not a "
+        "released pair",
+        (Finding.error("torchvision 0.19.1a0+6194369; torch 2.5.0a0+gitcedc116 pairs with "
+                       "torchvision 0.20.0"),
+         Finding.hint("a mismatched pair typically fails at import with \"operator "
+                      "torchvision::nms does not exist\" or an undefined symbol"),
+         Finding.info("torchvision 0.19.1a0+6194369 is a source build: it works only if it was "
+                      "built against this torch")),
+        Fix("Install torchvision==0.20.0 built for this torch build (from the same source as "
+            "torch, e.g. the container or AMD's wheels), or build it from source."))
+
+
+def test_mi300x_torch_device_without_a_system_gpu_list() -> None:
+    r = TorchDevice().run(mi300x_host())
+    assert (r.status, r.summary) == (Status.PASS, "torch sees 8 GPUs; no smoke test ran")
+    assert r.findings[0] == Finding.info("GPU 0: AMD Instinct MI300X (gfx942:sramecc+:xnack-)")
+
+
+def test_mi300x_with_a_new_system_rocm_warns_for_a_source_build() -> None:
+    probe = probe_from_collect_env(MI300X_ENV, device_count=8, arch_list=["gfx942"],
+                                   bundles_rocm=False)
+    r = TorchRocmMatch().run(rocm_host(probe, rocm_version="6.3.4-76"))
+    assert whole(r) == (
+        Status.WARN, "torch built for ROCm 6.2.0 (HIP 6.2.41133); system ROCm 6.3.4",
+        (Finding.error("this torch loads the system's ROCm 6.3.4 libraries but was built for "
+                       "ROCm 6.2"),
+         Finding.info("amdgpu is the kernel's own driver (kernel 6.8.0-45-generic); AMD "
+                      "validates ROCm with its amdgpu-dkms driver, and new ROCm releases may "
+                      "need a newer kernel")),
+        Fix("Install the official wheel (rocm6.3 fits the installed ROCm 6.3.4) or rebuild "
+            "torch against ROCm 6.3.4.",
+            ("pip install --force-reinstall torch torchvision --index-url "
+             "https://download.pytorch.org/whl/rocm6.3",)))
+
+
+# --- RX 6800 XT (gfx1030) through WSL2, torch 2.1.2+rocm6.1.3 (ROCm issue #3581) --------------
+
+def wsl_host(probe: Optional[dict[str, Any]] = None) -> SnapshotHost:
+    return rocm_host(probe or probe_from_collect_env(WSL_ENV),
+                     rocminfo="rocminfo-wsl2-gfx1030-rx6800xt-rocm6.1.3.txt",
+                     rocm_version="6.1.3", kernel="5.15.153.1-microsoft-standard-WSL2",
+                     amdgpu=False, kfd=False)
+
+
+def test_wsl_torch_rocm_match() -> None:
+    assert whole(TorchRocmMatch().run(wsl_host())) == (
+        Status.PASS, "torch built for ROCm 6.1.2-6.1.3 (HIP 6.1.40093); system ROCm 6.1.3 "
+        "matches", (Finding.info("WSL: the Windows AMD driver runs the GPU (through /dev/dxg); "
+                                 "check its version against AMD's WSL support table"),), None)
+
+
+def test_wsl_gpu_target_comes_from_rocminfo_when_collect_env_lacks_it() -> None:
+    probe = probe_from_collect_env(WSL_ENV, arch_list=["gfx1030", "gfx1100"])
+    probe["torch"]["devices"] = []
+    assert whole(TorchArchSupport().run(wsl_host(probe))) == (
+        Status.PASS, "gfx1030 (AMD Radeon RX 6800 XT) in torch 2.1.2+rocm6.1.3's compiled "
+        "targets", (), None)
+
+
+def test_wsl_smoke_test_hang_is_a_torch_device_failure() -> None:
+    # Issue #3581: the GPU is listed but kernels never finish under WSL.
+    probe = probe_from_collect_env(WSL_ENV)
+    probe["torch"]["error"] = ("the probe did not finish within 60 s (while running the smoke "
+                               "test on device 0)")
+    probe["torch"]["failed_stage"] = "smoke:0"
+    assert whole(TorchDevice().run(wsl_host(probe))) == (
+        Status.FAIL, "torch failed on the GPU: the probe did not finish within 60 s (while "
+        "running the smoke test on device 0)",
+        (Finding.error("the probe did not finish within 60 s (while running the smoke test on "
+                       "device 0)"),
+         Finding.hint("check dmesg for amdgpu/nvidia errors (GPU reset, page fault)")), None)
+
+
+# --- torch-install: builds that do not fit -------------------------------------------------
+
+def cpu_wheel_probe(torchvision: Optional[str] = None) -> dict[str, Any]:
+    packages = {"torch": "2.13.0+cpu", "numpy": "2.4.6"}
+    if torchvision:
+        packages["torchvision"] = torchvision
+    return {"executable": "/home/alice/venv/bin/python", "version": "3.11.7",
+            "packages": packages,
+            "torch": {"imported": True, "error": None, "version": "2.13.0+cpu", "hip": None,
+                      "cuda": None, "available": False, "device_count": 0, "arch_list": [],
+                      "devices": [], "smoke": None}}
+
+
+def test_cpu_wheel_on_an_amd_machine_gets_the_rocm_index_of_the_system_rocm() -> None:
+    host = rocm_host(cpu_wheel_probe(), rocm_version=fixture_text(
+        "rocm-info-version-6.3.4-76-classic-layout.txt").strip())
+    assert whole(TorchInstall().run(host)) == (
+        Status.FAIL, "torch 2.13.0+cpu is a CPU build on an AMD machine",
+        (Finding.error("torch 2.13.0+cpu is a CPU build, but this is an AMD machine (the amdgpu "
+                       "driver is loaded, /dev/kfd exists, ROCm is installed): torch cannot use "
+                       "the GPU"),),
+        Fix("Install the ROCm build of PyTorch with the pip of /home/alice/venv/bin/python "
+            "(rocm6.3 fits the installed ROCm 6.3.4).",
+            ("pip install --force-reinstall torch torchvision --index-url "
+             "https://download.pytorch.org/whl/rocm6.3",)))
+
+
+def test_cpu_wheel_on_a_cpu_machine_passes() -> None:
+    host = plain_host(python=cpu_wheel_probe())
+    assert whole(TorchInstall().run(host)) == (
+        Status.PASS, "torch 2.13.0+cpu imports; CPU build; no GPU expected", (), None)
+
+
+def test_rocm_wheel_on_an_nvidia_machine_gets_a_cuda_index_for_its_driver() -> None:
+    probe = probe_from_collect_env(GFX1150_ENV)
+    smi = "0, NVIDIA H200, 570.133.20, 9.0, Enabled, 700.00, 700.00, 143771, GPU-1, 0:18:00.0\n"
+    host = plain_host(
+        python=probe, commands={QUERY_KEY: smi},
+        paths={"/dev/nvidiactl": {"type": "char", "mode": "0666"}})
+    r = TorchInstall().run(host)
+    assert (r.status, r.summary) == (
+        Status.FAIL, "torch 2.9.1+rocm7.2.0.git7e1940d4 is a ROCm build on an NVIDIA machine")
+    assert r.fix == Fix(
+        "Install the CUDA build of PyTorch with the pip of /usr/bin/python3 (cu126 is the "
+        "newest build driver 570.133.20 can run).",
+        ("pip install --force-reinstall torch torchvision --index-url "
+         "https://download.pytorch.org/whl/cu126",))
+
+
+def test_torch_not_installed() -> None:
+    probe = {"executable": "/usr/bin/python3", "version": "3.12.3", "packages": {},
+             "torch": {"imported": False, "error": "ModuleNotFoundError: No module named "
+                       "'torch'", "traceback": "..."}}
+    r = TorchInstall().run(rocm_host(probe, rocm_version="7.2.0"))
+    assert whole(r) == (
+        Status.FAIL, "torch is not installed in /usr/bin/python3",
+        (Finding.error("ModuleNotFoundError: No module named 'torch'"),),
+        Fix("Install PyTorch with the pip of /usr/bin/python3 (rocm7.2 fits the installed "
+            "ROCm 7.2.0).", ("pip install torch torchvision --index-url "
+                             "https://download.pytorch.org/whl/rocm7.2",)))
+
+
+def test_torch_that_does_not_import() -> None:
+    probe = {"executable": "/usr/bin/python3", "version": "3.12.3",
+             "packages": {"torch": "2.5.1+rocm6.2"},
+             "torch": {"imported": False, "error": "OSError: libamdhip64.so: cannot open shared "
+                       "object file: No such file or directory", "failed_stage": None}}
+    r = TorchInstall().run(rocm_host(probe))
+    assert whole(r) == (
+        Status.FAIL, "torch 2.5.1+rocm6.2 is installed in /usr/bin/python3 but does not import",
+        (Finding.error("import torch: OSError: libamdhip64.so: cannot open shared object file: "
+                       "No such file or directory"),),
+        Fix("Reinstall PyTorch with the pip of /usr/bin/python3 (rocm7.14 is the newest ROCm "
+            "index; the wheel brings its own ROCm libraries).",
+            ("pip install --force-reinstall torch torchvision --index-url "
+             "https://download.pytorch.org/whl/rocm7.14",)))
+
+
+def test_probe_that_hung_while_importing_has_no_reinstall_fix() -> None:
+    probe = {"executable": "/usr/bin/python3", "packages": {"torch": "2.5.1+rocm6.2"},
+             "torch": {"imported": False, "failed_stage": "import",
+                       "error": "the probe did not finish within 60 s (while importing torch)"},
+             "probe": {"returncode": 124, "timed_out": True}}
+    assert whole(TorchInstall().run(rocm_host(probe))) == (
+        Status.FAIL, "the PyTorch probe failed: the probe did not finish within 60 s (while "
+        "importing torch)",
+        (Finding.error("the probe did not finish within 60 s (while importing torch)"),), None)
+
+
+def test_no_probe_skips_every_torch_check() -> None:
+    host = plain_host()
+    for check in (TorchInstall(), TorchRocmMatch(), TorchArchSupport(), TorchDevice(),
+                  TorchvisionMatch()):
+        assert check.applies(host) == "the Python/PyTorch probe was not run"
+
+
+# --- torchvision-match ---------------------------------------------------------------------
+
+def test_captured_pypi_torchvision_beside_a_cpu_torch() -> None:
+    # tests/fixtures/captured/torchvision-nms-does-not-exist-tv0.28.0-torch2.13.0cpu.txt
+    host = plain_host(python=cpu_wheel_probe("0.28.0"))
+    assert whole(TorchvisionMatch().run(host)) == (
+        Status.FAIL, "torchvision 0.28.0 with torch 2.13.0+cpu: different builds",
+        (Finding.error("torch is a CPU build, torchvision a default (CUDA) build: "
+                       "torchvision's compiled operators will not load"),),
+        Fix("Install the torchvision that pairs with torch 2.13.0+cpu.",
+            ("pip install torchvision==0.28.0 --index-url https://download.pytorch.org/whl/cpu",)))
+
+
+@pytest.mark.parametrize(("torch", "vision", "line"), [
+    ("2.9.1", "0.15.2", "pip install torchvision==0.24.1"),
+    ("2.9.1+rocm6.4", "0.15.2+rocm5.4.2",
+     "pip install torchvision==0.24.1 --index-url https://download.pytorch.org/whl/rocm6.4"),
+])
+def test_torch_2_9_1_with_torchvision_0_15_2(torch: str, vision: str, line: str) -> None:
+    probe = cpu_wheel_probe(vision)
+    probe["torch"]["version"] = torch
+    r = TorchvisionMatch().run(plain_host(python=probe))
+    assert whole(r) == (
+        Status.FAIL, f"torchvision {vision} with torch {torch}: not a pair",
+        (Finding.error(f"torchvision {vision} (pins torch==2.0.1); torch {torch} pairs with "
+                       "torchvision 0.24.1"),
+         Finding.hint("a mismatched pair typically fails at import with \"operator "
+                      "torchvision::nms does not exist\" or an undefined symbol")),
+        Fix(f"Install the torchvision that pairs with torch {torch}.", (line,)))
+
+
+def test_matching_official_pair_passes_and_patch_mismatch_warns() -> None:
+    probe = cpu_wheel_probe("0.20.1+rocm6.2")
+    probe["torch"]["version"] = "2.5.1+rocm6.2"
+    host = plain_host(python=probe)
+    assert whole(TorchvisionMatch().run(host)) == (
+        Status.PASS, "torchvision 0.20.1+rocm6.2 with torch 2.5.1+rocm6.2: a matching pair",
+        (), None)
+    probe["packages"]["torchvision"] = "0.20.0+rocm6.2"
+    r = TorchvisionMatch().run(plain_host(python=probe))
+    assert (r.status, r.summary, r.fix) == (
+        Status.WARN, "torchvision 0.20.0+rocm6.2 with torch 2.5.1+rocm6.2: patch releases differ",
+        Fix("Install the torchvision that pairs with torch 2.5.1+rocm6.2.",
+            ("pip install torchvision==0.20.1 --index-url "
+             "https://download.pytorch.org/whl/rocm6.2",)))
+
+
+def test_torchvision_not_installed_skips() -> None:
+    host = plain_host(python=cpu_wheel_probe())
+    assert TorchvisionMatch().applies(host) == "torchvision is not installed"
+
+
+# --- torch-arch-support: integrated GPUs, overrides, CUDA capabilities ----------------------------
+
+def test_igpu_outside_the_targets_beside_a_supported_card_warns() -> None:
+    probe = probe_from_collect_env(WSL_ENV, arch_list=ROCM62_TARGETS)
+    probe["torch"].update(version="2.5.1+rocm6.2", hip="6.2.41133-dd7f95766", device_count=2,
+                          devices=[{"index": 0, "name": "AMD Radeon RX 6800 XT", "arch": "gfx1030"},
+                                   {"index": 1, "name": "AMD Radeon Graphics", "arch": "gfx1036"}])
+    host = rocm_host(probe, rocminfo="rocminfo-gfx1030-rx6800xt-plus-gfx1036-igpu-rocm5.6.txt")
+    assert whole(TorchArchSupport().run(host)) == (
+        Status.WARN, "the integrated GPU (gfx1036) is not in torch's targets; GPU 0 is",
+        (Finding.error("GPU 1 AMD Radeon Graphics is gfx1036; torch 2.5.1+rocm6.2 was compiled "
+                       f"for {', '.join(ROCM62_TARGETS)}"),),
+        Fix("Hide the integrated GPU from PyTorch.", ("export HIP_VISIBLE_DEVICES=0",)))
+
+
+def test_780m_with_no_wheel_for_gfx1103_gets_the_override() -> None:
+    probe = probe_from_collect_env(WSL_ENV, arch_list=ROCM62_TARGETS)
+    probe["torch"].update(version="2.5.1+rocm6.2", hip="6.2.41133-dd7f95766", device_count=0,
+                          available=False, devices=[])
+    host = rocm_host(probe, rocminfo="rocminfo-gfx1103-780m-apu-ryzen7840u-rocm6.1.1.txt")
+    r = TorchArchSupport().run(host)
+    assert whole(r) == (
+        Status.FAIL, "gfx1103 is not among the targets compiled into torch 2.5.1+rocm6.2",
+        (Finding.error("GPU 0 AMD Radeon Graphics is gfx1103; torch 2.5.1+rocm6.2 was compiled "
+                       f"for {', '.join(ROCM62_TARGETS)}"),),
+        Fix("Make the runtime treat gfx1103 as gfx1100 (unofficial; runs the gfx1100 (RX 7900) "
+            "code on this RDNA3 GPU).", ("export HSA_OVERRIDE_GFX_VERSION=11.0.0",)))
+    assert r.source == "https://github.com/ROCm/ROCm/issues/3207"
+    assert whole(TorchDevice().run(host)) == (
+        Status.FAIL, "torch sees no GPU; rocminfo lists 1",
+        (Finding.error("rocminfo lists gfx1103 AMD Radeon Graphics"),),
+        Fix("See the kfd-access, gfx-override, visible-devices and torch-arch-support results "
+            "for why the runtime hides the GPU."))
+
+
+# --- torch-device --------------------------------------------------------------------------
+
+def test_torch_sees_fewer_gpus_than_rocminfo_warns() -> None:
+    probe = probe_from_collect_env(WSL_ENV)
+    host = rocm_host(probe, rocminfo="rocminfo-gfx1030-rx6800xt-plus-gfx1036-igpu-rocm5.6.txt")
+    r = TorchDevice().run(host)
+    assert (r.status, r.summary) == (Status.WARN, "torch sees 1 GPU; rocminfo lists 2")
+    assert r.findings[-1] == Finding.error(
+        "rocminfo lists 2: gfx1030 AMD Radeon RX 6800 XT; gfx1036 AMD Radeon Graphics")
+
+
+def test_hip_visible_devices_explains_the_count() -> None:
+    probe = probe_from_collect_env(WSL_ENV)
+    host = rocm_host(probe, rocminfo="rocminfo-gfx1030-rx6800xt-plus-gfx1036-igpu-rocm5.6.txt",
+                     env={"HIP_VISIBLE_DEVICES": "0"})
+    assert whole(TorchDevice().run(host)) == (
+        Status.PASS, "torch sees 1 GPU (HIP_VISIBLE_DEVICES=0); no smoke test ran",
+        (Finding.info("GPU 0: AMD Radeon RX 6800 XT"),), None)
+
+
+def test_smoke_failure_names_the_device() -> None:
+    probe = probe_from_collect_env(GFX1150_ENV)
+    probe["torch"]["devices"][0]["smoke"] = {
+        "ok": False, "error": "matmul differs from the CPU result (max error matmul 3.2, "
+        "conv2d 0; tolerance 0.001)"}
+    r = TorchDevice().run(gfx1150_host(probe=probe))
+    assert (r.status, r.summary) == (
+        Status.FAIL, "the smoke test failed on GPU 0 (AMD Radeon Graphics)")
+    assert r.findings[-1] == Finding.error(
+        "GPU 0 AMD Radeon Graphics: matmul differs from the CPU result (max error matmul 3.2, "
+        "conv2d 0; tolerance 0.001)")
+
+
+
+def test_wheel_newer_than_the_dkms_driver_is_tested_with_warns() -> None:
+    # The 6.0.x driver is tested with 5.6-6.2 user space (user/kernel-space support matrix).
+    probe = probe_from_collect_env(MI300X_ENV, device_count=8, arch_list=ROCM64_TARGETS,
+                                   bundles_rocm=True)
+    probe["torch"].update(version="2.9.1+rocm6.4", hip="6.4.43484-0f2d60242")
+    r = TorchRocmMatch().run(rocm_host(probe, rocm_version="6.0.2-115", dkms="6.3.6"))
+    assert whole(r) == (
+        Status.WARN, "torch built for ROCm 6.4.2-6.4.3 (HIP 6.4.43484); system ROCm 6.0.2; the "
+        "amdgpu driver is not tested with ROCm 6.4",
+        (Finding.info("torch 2.9.1+rocm6.4 carries its own ROCm user-space libraries, so the "
+                      "system ROCm version need not match it"),
+         Finding.error("the amdgpu-dkms driver 6.3.6 (assumed to come with the installed ROCm "
+                       "6.0.2) is tested with ROCm 5.6, 5.7, 6.0, 6.1, 6.2 user space, not 6.4")),
+        Fix("Install the torch build for the driver's ROCm (rocm6.0 fits the installed ROCm "
+            "6.0.2), or upgrade the driver with amdgpu-install.",
+            ("pip install --force-reinstall torch torchvision --index-url "
+             "https://download.pytorch.org/whl/rocm6.0",)))
+    assert r.source == tw.KMD_MATRIX
