@@ -140,10 +140,12 @@ def snapshot(
 ) -> None:
     """Capture everything `check` reads, to replay it elsewhere with `check --from`."""
     from rocmdoctor.render_terminal import summary_line
+    from rocmdoctor.report_facts import gather
     from rocmdoctor.snapshot import build_snapshot, save_snapshot
 
     host = _make_host(None, timeout, python)
     report = _run_report(host, [], [])
+    gather(host)  # so that `report --from` shows the same raw facts
     data = build_snapshot(host, redact=not no_redact)
     try:
         save_snapshot(data, output)
@@ -155,6 +157,70 @@ def snapshot(
         f"replay with: rocmdoctor check --from {output}",
         err=True,
     )
+
+
+@app.command()
+def report(
+    fmt: str = typer.Option("markdown", "--format", help="markdown, text or json."),
+    output: Optional[str] = typer.Option(None, "-o", "--output", help="Write to a file."),
+    from_file: Optional[str] = typer.Option(
+        None, "--from", metavar="SNAPSHOT", help="Report on a snapshot instead of this machine."
+    ),
+    snapshot_out: Optional[str] = typer.Option(
+        None, "--snapshot", metavar="FILE", help="Also write a snapshot to attach to the issue."
+    ),
+    no_redact: bool = typer.Option(
+        False, "--no-redact", help="Keep user and host names, home paths, serials and secrets."
+    ),
+    timeout: float = typer.Option(10.0, "--timeout", help="Seconds each command may run."),
+    python: Optional[str] = typer.Option(None, "--python", help="The Python that will train."),
+) -> None:
+    """An issue-ready report of this machine (Markdown by default), safe to publish."""
+    if fmt not in ("markdown", "text", "json"):
+        raise fail(f"unknown --format {fmt!r} (choose markdown, text or json)")
+    if snapshot_out is not None and from_file is not None:
+        raise fail("--snapshot needs a live run; it cannot be combined with --from")
+    from rocmdoctor.redact import Redactor
+    from rocmdoctor.render_markdown import render_markdown, render_report_json, render_text
+    from rocmdoctor.report_facts import gather
+
+    host = _make_host(from_file, timeout, python)
+    result = _run_report(host, [], [])
+    facts = gather(host)
+    user = host.user.name
+    homes = tuple(h for h in (host.env.get("HOME"), f"/home/{user}") if h)
+    hostname = host.platform.hostname
+    redactor = Redactor(
+        user_names=(user,), host_names=(hostname,), home_dirs=homes,
+        enabled=not no_redact,
+    )
+    if snapshot_out is not None:
+        from rocmdoctor.livehost import LiveHost
+        from rocmdoctor.snapshot import build_snapshot, save_snapshot
+
+        assert isinstance(host, LiveHost)
+        try:
+            save_snapshot(build_snapshot(host, redact=not no_redact), snapshot_out)
+        except OSError as exc:
+            raise fail(f"cannot write {snapshot_out}: {exc.strerror or exc}") from None
+    if fmt == "markdown":
+        name = snapshot_out or from_file
+        text = render_markdown(result, host, facts, redactor, snapshot_name=name)
+    elif fmt == "text":
+        text = render_text(result, host, facts, redactor)
+    else:
+        text = render_report_json(result, host, facts, redactor)
+    _write_output(text, output)
+
+
+def _register_commands() -> None:
+    # Each module imports typer and its own light modules only; torch stays in the children.
+    from rocmdoctor.cli_explain import explain_command
+
+    app.command("explain")(explain_command)
+
+
+_register_commands()
 
 
 def main() -> None:

@@ -68,3 +68,53 @@ def capture_env(environ: Mapping[str, str], redact: bool = True) -> dict[str, st
         else:
             kept[name] = value
     return kept
+
+
+UUID = re.compile(
+    r"\b(?:GPU-)?[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"
+    r"|\bGPU-[0-9a-fA-F]{8,}\b"
+)
+SERIAL = re.compile(
+    r"(?i)\b(serial(?:[ _]number)?|unique[ _]?id|asic_serial|product_serial|fru_id)"
+    r"(\"?\s*[:=]\s*\"?)([^\s\",]+)"
+)
+HOME = re.compile(r"/home/[^/\s\"':]+")
+# Account names too common to replace as words (they name things other than the user).
+COMMON_NAMES = frozenset({"root", "user", "admin", "test", "docker"})
+
+
+class Redactor:
+    """Hides what makes a report personal: secrets, user and host names, home paths,
+    serial numbers and UUIDs. Apply it to every string that leaves the machine."""
+
+    def __init__(self, user_names: tuple[str, ...] = (), host_names: tuple[str, ...] = (),
+                 home_dirs: tuple[str, ...] = (), enabled: bool = True) -> None:
+        self.enabled = enabled
+        self.home_dirs = tuple(sorted({h.rstrip("/") for h in home_dirs if len(h) > 1},
+                                      key=len, reverse=True))
+        # A host name also appears without its domain (shell prompts, rocm-smi, logs).
+        host_names = (*host_names, *(h.split(".")[0] for h in host_names if "." in h))
+        words = [n for n in (*user_names, *host_names)
+                 if n and len(n) >= 3 and n not in COMMON_NAMES and n != REDACTED]
+        self.names = re.compile(
+            r"(?<![\w.-])(" + "|".join(re.escape(w) for w in sorted(set(words), key=len,
+                                                                     reverse=True)) + r")(?![\w-])"
+        ) if words else None
+
+    def __call__(self, text: str) -> str:
+        if not self.enabled:
+            return text
+        text = SECRET_VALUE.sub(REDACTED, text)
+        for home in self.home_dirs:
+            text = text.replace(home, "~")
+        text = HOME.sub("/home/<user>", text)
+        text = UUID.sub("<uuid>", text)
+        text = SERIAL.sub(lambda m: f"{m.group(1)}{m.group(2)}<serial>", text)
+        if self.names is not None:
+            text = self.names.sub(REDACTED, text)
+        return text
+
+    def env_value(self, name: str, value: str) -> str:
+        if not self.enabled:
+            return value
+        return REDACTED if looks_secret(name, value) else self(value)

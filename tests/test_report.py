@@ -1,0 +1,178 @@
+"""`rocmdoctor report`: golden Markdown from real captures, redaction everywhere, size limit."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rocmdoctor.checks.registry import all_checks
+from rocmdoctor.model import Report
+from rocmdoctor.redact import Redactor
+from rocmdoctor.render_markdown import (
+    GITHUB_BODY_LIMIT,
+    render_markdown,
+    render_report_json,
+    render_text,
+)
+from rocmdoctor.report_facts import ReportFacts, gather
+from rocmdoctor.runner import run_checks
+from rocmdoctor.snapshot import SnapshotHost
+from tests.helpers import char_dev, fixture_text, make_snapshot
+from tests.test_torch_checks import probe_from_collect_env
+
+GOLDEN = Path(__file__).parent / "golden"
+UPDATE = os.environ.get("ROCMDOCTOR_UPDATE_GOLDEN") == "1"
+
+
+def ok(text: str) -> dict[str, Any]:
+    return {"returncode": 0, "stdout": text, "stderr": "", "timed_out": False}
+
+
+def amd_machine(*, rocminfo: str, probe: dict[str, Any], rocm: str, kernel: str,
+                smi: dict[str, str], os_release: str, cpu: str,
+                user: dict[str, Any] | None = None,
+                env: dict[str, str] | None = None,
+                kfd: dict[str, Any] | None = None) -> dict[str, Any]:
+    commands = {"rocminfo": ok(fixture_text(rocminfo))}
+    commands.update({k: ok(fixture_text(v)) for k, v in smi.items()})
+    return make_snapshot(
+        files={"/opt/rocm/.info/version": rocm + "\n", "/etc/os-release": os_release,
+               "/sys/module/amdgpu/initstate": "live\n",
+               "/proc/cpuinfo": f"processor\t: 0\nmodel name\t: {cpu}\n"
+                                f"processor\t: 1\nmodel name\t: {cpu}\n"},
+        paths={"/dev/kfd": kfd or char_dev(), "/dev/dri/renderD128": char_dev(),
+               "/sys/module/amdgpu": {"type": "dir", "mode": "0755"},
+               "/opt/rocm": {"type": "dir", "mode": "0755", "readable": True,
+                             "executable": True}},
+        commands=commands, kernel=kernel, python=probe, user=user, env=env or {},
+    )
+
+
+UBUNTU_2404 = 'NAME="Ubuntu"\nVERSION_ID="24.04"\nPRETTY_NAME="Ubuntu 24.04.3 LTS"\nID=ubuntu\n'
+UBUNTU_2204 = 'NAME="Ubuntu"\nVERSION_ID="22.04"\nPRETTY_NAME="Ubuntu 22.04.5 LTS"\nID=ubuntu\n'
+
+MACHINES = {
+    "gfx1150-890m-rocm7.2": lambda: amd_machine(
+        rocminfo="rocminfo-gfx1150-890m-apu-plus-npu-dsp-agent-rocm7.2.txt",
+        probe=probe_from_collect_env("collect_env-gfx1150-890m-rocm7.2-container-torch2.9.1.txt"),
+        rocm="7.2.0", kernel="6.17.0-1012-oem", os_release=UBUNTU_2404,
+        cpu="AMD Ryzen AI 9 HX 470 w/ Radeon 890M",
+        smi={"amd-smi version": "amd-smi-version-gfx1150-890m-rocm7.2.0-inbox-driver.txt",
+             "amd-smi static": "amd-smi-static-gfx1150-890m-apu-rocm7.2.0.txt"}),
+    "mi300x-x4-rocm6.2": lambda: amd_machine(
+        rocminfo="rocminfo-gfx942-mi300x-x4-epyc9474f.txt",
+        probe=probe_from_collect_env("collect_env-vllm-gfx942-mi300x-x8-rocm6.2-topology.txt",
+                                     device_count=4),
+        rocm="6.2.1", kernel="5.15.0-116-generic", os_release=UBUNTU_2204,
+        cpu="AMD EPYC 9474F 48-Core Processor",
+        smi={"rocm-smi": "rocm-smi-concise-gfx942-mi300x-x4.txt"},
+        env={"HIP_LAUNCH_BLOCKING": "1", "PYTORCH_HIP_ALLOC_CONF": "max_split_size_mb=512"}),
+    "rx7900xtx-not-in-render-group": lambda: amd_machine(
+        rocminfo="rocminfo-gfx1100-rx7900xtx-ryzen5500-rocm6.0.2.txt",
+        probe=probe_from_collect_env("collect_env-wsl2-gfx1030-rx6800xt-rocm6.1.3-no-gfx-suffix.txt"),
+        rocm="6.0.2", kernel="6.5.0-21-generic", os_release=UBUNTU_2204,
+        cpu="AMD Ryzen 5 5500",
+        smi={"rocm-smi": "rocm-smi-legacy-table-and-showhw-gfx1100-plus-raphael-igpu-rocm5.x.txt"},
+        user={"name": "alice", "uid": 1000, "groups": ["alice", "sudo"]},
+        kfd=char_dev(readable=False, writable=False)),
+}
+
+
+def render(data: dict[str, Any], fmt: str = "markdown", redact: bool = True,
+           limit: int = GITHUB_BODY_LIMIT) -> str:
+    host = SnapshotHost(data)
+    report: Report = run_checks(host, all_checks())
+    facts: ReportFacts = gather(host)
+    user = host.user.name
+    redactor = Redactor((user,), (host.platform.hostname,), (f"/home/{user}",), enabled=redact)
+    if fmt == "markdown":
+        return render_markdown(report, host, facts, redactor, snapshot_name="snap.json.gz",
+                               limit=limit)
+    if fmt == "text":
+        return render_text(report, host, facts, redactor)
+    return render_report_json(report, host, facts, redactor)
+
+
+@pytest.mark.parametrize("name", sorted(MACHINES))
+def test_golden_markdown(name: str) -> None:
+    text = render(MACHINES[name]())
+    golden = GOLDEN / f"report-{name}.md"
+    if UPDATE:
+        golden.write_text(text, encoding="utf-8")
+    assert text == golden.read_text(encoding="utf-8")
+
+
+def test_report_header_names_versions_and_every_gpu_against_the_arch_list() -> None:
+    text = render(MACHINES["mi300x-x4-rocm6.2"]())
+    assert "| ROCm | 6.2.1 (/opt/rocm) |" in text
+    assert "| Kernel | 5.15.0-116-generic |" in text
+    assert text.count("AMD Instinct MI300X (gfx942:sramecc+:xnack-, 304 CUs") == 4
+    assert "HIP_LAUNCH_BLOCKING=1" in text
+    assert "- ❌ **allocator-config** (fail)" in text
+    assert "rocmdoctor check --from snap.json.gz" in text
+
+
+def test_failures_come_first_with_their_fix() -> None:
+    text = render(MACHINES["rx7900xtx-not-in-render-group"]())
+    problems = text.split("### Checks:")[1].split("<details>")[0]
+    assert "**kfd-access** (fail)" in problems
+    assert "sudo usermod -aG render,video $USER" in problems
+
+
+SECRET = "ghp_Zx8Qw3Er5Ty7Ui9Op1As2Df4Gh6Jk8Lz0Xc3V"
+UUID = "GPU-8c3e9a1f-2b4d-4e6f-8a0b-1c2d3e4f5a6b"
+
+
+def planted() -> dict[str, Any]:
+    data = MACHINES["gfx1150-890m-rocm7.2"]()
+    data["user"] = {"name": "kowalski", "uid": 1000, "groups": ["kowalski", "render", "video"]}
+    data["platform"]["hostname"] = "lab-node-17.example.org"
+    data["env"] = {
+        "HF_TOKEN": "plain-looking-value",
+        "TORCH_HOME": "/home/kowalski/.cache/torch",
+        "PYTORCH_HIP_ALLOC_CONF": "expandable_segments:True",
+        "ROCM_SOMETHING": SECRET,
+        "HIP_VISIBLE_DEVICES": UUID,
+        "MIOPEN_USER_DB_PATH": "/home/kowalski/miopen on lab-node-17",
+    }
+    data["python"]["executable"] = "/home/kowalski/venvs/train/bin/python"
+    data["commands"]["rocminfo"]["stdout"] += (
+        f"\n  Uuid:                    {UUID}\nkowalski@lab-node-17:~$ rocminfo\n")
+    data["commands"]["rocminfo"]["stderr"] = f"warning from /home/kowalski/.local {SECRET}\n"
+    data["commands"]["amd-smi static"]["stdout"] += (
+        "\n    ASIC_SERIAL: 0xABCDEF0123456789\n    PRODUCT_SERIAL: PN42XQ7\n"
+        "Serial Number: 692323000123\n")
+    return data
+
+
+@pytest.mark.parametrize("fmt", ["markdown", "text", "json"])
+def test_nothing_personal_survives_in_any_format(fmt: str) -> None:
+    text = render(planted(), fmt)
+    for leak in ("kowalski", "lab-node-17", SECRET, UUID, "8c3e9a1f", "0xABCDEF0123456789",
+                 "PN42XQ7", "692323000123", "plain-looking-value"):
+        assert leak not in text, leak
+    assert "<redacted>" in text and "<uuid>" in text and "<serial>" in text
+    if fmt == "json":
+        json.loads(text)
+
+
+def test_no_redact_keeps_everything() -> None:
+    text = render(planted(), redact=False)
+    assert "kowalski" in text and UUID in text and "PN42XQ7" in text
+
+
+def test_a_huge_snapshot_fits_githubs_limit_and_says_what_was_cut() -> None:
+    data = MACHINES["mi300x-x4-rocm6.2"]()
+    big = fixture_text("rocm-smi-a-gfx942-mi300x-x4-driver6.7.0.txt") * 60
+    data["commands"]["rocm-smi"] = ok(big)
+    assert len(big) > 3 * GITHUB_BODY_LIMIT
+    text = render(data)
+    assert len(text) <= GITHUB_BODY_LIMIT
+    assert "_Cut to fit GitHub's 65,536-character limit:" in text
+    assert "lines of rocm-smi" in text
+    # The header and the problems are never cut.
+    assert "| ROCm | 6.2.1 (/opt/rocm) |" in text and "**allocator-config**" in text
