@@ -66,6 +66,7 @@ class _Verdict:
 
 class AllocatorConfig(Check):
     id = "allocator-config"
+    uses_python = True
     title = "PyTorch allocator settings (PYTORCH_*_ALLOC_CONF)"
     source = kb.CUDA_NOTES
 

@@ -45,6 +45,7 @@ def torch_arch_list(host: Host) -> Optional[frozenset[str]]:
 
 class GfxOverride(Check):
     id = "gfx-override"
+    uses_python = True
     title = "HSA_OVERRIDE_GFX_VERSION"
     source = kb.HSAKMT_TOPOLOGY
 

@@ -82,6 +82,7 @@ def _consistent(entries: list[str], aliases: Mapping[str, str], root: str) -> li
 
 class RocmInstallCheck(Check):
     id = "rocm-install"
+    uses_python = True
     title = "ROCm installation"
     source = POST_INSTALL
 

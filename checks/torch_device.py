@@ -50,6 +50,7 @@ def expected_gpus(host: Host, kind: str) -> tuple[list[str], str, list[str]]:
 
 class TorchDevice(Check):
     id = "torch-device"
+    uses_python = True
     title = "torch sees the GPUs, and computes correctly on each"
     source = HIP_VISIBILITY
 

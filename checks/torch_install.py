@@ -105,6 +105,7 @@ def _wanted_build(kind: str) -> str:
 
 class TorchInstall(Check):
     id = "torch-install"
+    uses_python = True
     title = "PyTorch installed, and built for the GPUs present"
     source = INSTALL_DOCS
 

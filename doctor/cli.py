@@ -56,7 +56,8 @@ def _root(
     pass
 
 
-def _make_host(from_file: Optional[str], timeout: float, python: Optional[str]) -> Host:
+def _make_host(from_file: Optional[str], timeout: float, python: Optional[str],
+               probe_now: bool = True) -> Host:
     from rocmdoctor.livehost import LiveHost
     from rocmdoctor.snapshot import SnapshotError, SnapshotHost, load_snapshot
 
@@ -65,9 +66,11 @@ def _make_host(from_file: Optional[str], timeout: float, python: Optional[str]) 
             return SnapshotHost(load_snapshot(from_file))
         except SnapshotError as exc:
             raise fail(str(exc)) from None
-    from rocmdoctor.probe import make_probe
+    from rocmdoctor.probe import make_probe, run_probe
 
-    return LiveHost(command_timeout=timeout, probe=make_probe(python))
+    if probe_now:  # the child imports torch while the machine checks run
+        return LiveHost(command_timeout=timeout, probe=make_probe(python))
+    return LiveHost(command_timeout=timeout, probe=lambda: run_probe(python))
 
 
 def _run_report(host: Host, only: list[str], skip: list[str]) -> Report:
@@ -79,6 +82,13 @@ def _run_report(host: Host, only: list[str], skip: list[str]) -> Report:
     except UnknownCheckError as exc:
         raise fail(str(exc)) from None
     return report
+
+
+def _probe_needed(only: list[str], skip: list[str]) -> bool:
+    from rocmdoctor.checks.registry import all_checks
+
+    return any(c.uses_python for c in all_checks()
+               if (not only or c.id in only) and c.id not in skip)
 
 
 def _write_output(text: str, output: Optional[str]) -> None:
@@ -109,8 +119,9 @@ def check(
     ),
 ) -> None:
     """Inspect this machine (or a snapshot) and say what is wrong and how to fix it."""
-    host = _make_host(from_file, timeout, python)
-    report = _run_report(host, _split_ids(only), _split_ids(skip))
+    only_ids, skip_ids = _split_ids(only), _split_ids(skip)
+    host = _make_host(from_file, timeout, python, probe_now=_probe_needed(only_ids, skip_ids))
+    report = _run_report(host, only_ids, skip_ids)
     if json_out:
         from rocmdoctor.render_json import render_json
 

@@ -100,6 +100,8 @@ class Check(ABC):
     id: ClassVar[str]
     title: ClassVar[str]
     source: ClassVar[Optional[str]] = None
+    # True when run() reads host.python(): the CLI then starts the probe at once.
+    uses_python: ClassVar[bool] = False
 
     def applies(self, host: Host) -> Optional[str]:
         return None
