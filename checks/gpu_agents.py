@@ -11,7 +11,6 @@ from typing import Optional
 
 from rocmdoctor.facts import not_rocm_reason
 from rocmdoctor.gpus import (
-    ROCMINFO_TIMEOUT_S,
     GpuAgent,
     GpuInventory,
     amd_gpus,
@@ -114,8 +113,10 @@ class GpuAgents(Check):
         if inv.gpus:
             findings.append(Finding.info("The KFD topology in sysfs lists "
                                          + inventory_summary(inv.gpus)))
+        waited = inv.rocminfo.duration_s if inv.rocminfo is not None else 0.0
         return self.result(
-            Status.ERROR, f"rocminfo did not answer within {ROCMINFO_TIMEOUT_S:.0f} s",
+            Status.ERROR, f"rocminfo did not answer within {waited:.0f} s" if waited >= 0.5
+            else "rocminfo did not answer (timed out)",
             findings, Fix("Read the kernel log for amdgpu errors; a reboot clears a hung GPU.",
                           commands=(DMESG_KFD,), needs_root=True))
 

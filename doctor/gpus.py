@@ -24,7 +24,6 @@ from rocmdoctor.kb.rocminfo_failures import diagnose
 from rocmdoctor.model import Fix
 from rocmdoctor.rocminfo import RocmAgent, RocminfoReport, parse_rocminfo
 
-ROCMINFO_TIMEOUT_S = 20.0
 KFD_NODES = "/sys/class/kfd/kfd/topology/nodes"
 OVERRIDE_VAR = "HSA_OVERRIDE_GFX_VERSION"
 
@@ -195,7 +194,7 @@ def amd_gpus(host: Host) -> GpuInventory:
     """The GPU agents of this machine (memoized once per host)."""
 
     def compute() -> GpuInventory:
-        result = host.run(["rocminfo"], timeout=ROCMINFO_TIMEOUT_S)
+        result = host.run(["rocminfo"])  # the host's command timeout (--timeout)
         if result.not_found or result.timed_out:
             nodes = kfd_gpus(host)
             return GpuInventory("kfd-sysfs" if nodes else "none", nodes, None,

@@ -5,8 +5,10 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -113,3 +115,40 @@ def test_strict_counts_warnings(tmp_path: Path) -> None:
     assert r.returncode == 1
     assert "[!] debug-env  AMD_SERIALIZE_KERNEL set: GPU work runs slower" in r.stdout
     assert "$ unset AMD_SERIALIZE_KERNEL" in r.stdout
+
+
+def test_a_hanging_rocminfo_is_cut_off_and_reported(tmp_path: Path) -> None:
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    fake = bindir / "rocminfo"
+    fake.write_text("#!/bin/sh\nsleep 60\n")
+    fake.chmod(0o755)
+    rocm = tmp_path / "rocm"  # a ROCm folder makes this a ROCm machine for the doctor
+    rocm.mkdir()
+    env = {**os.environ, "PATH": f"{bindir}:{os.environ['PATH']}", "ROCM_PATH": str(rocm)}
+    start = time.monotonic()
+    r = rocmdoctor("check", "--json", "--timeout", "1", "--only", "gpu-agents", env=env)
+    assert time.monotonic() - start < 20
+    assert r.returncode == 1, r.stderr
+    data = json.loads(r.stdout)
+    assert data["platform"] == "rocm"
+    (agents,) = data["checks"]
+    assert agents["status"] == "error"
+    assert agents["summary"].startswith("rocminfo did not answer within 1 s")
+
+
+@pytest.mark.skipif(shutil.which("rocminfo") is None or shutil.which("rocm-smi") is None,
+                    reason="Debian's rocminfo and rocm-smi are not installed (.ci/run installs them)")
+def test_the_real_debian_rocm_tools_on_a_machine_without_gpu() -> None:
+    r = rocmdoctor("check", "--json")
+    assert r.returncode == 0, r.stderr
+    checks = {c["id"]: c for c in json.loads(r.stdout)["checks"]}
+    agents = checks["gpu-agents"]
+    assert agents["status"] == "skip"
+    assert agents["summary"].endswith(
+        "rocminfo says: ROCk module is NOT loaded, possibly no GPU devices")
+    report = rocmdoctor("report")
+    assert report.returncode == 0, report.stderr
+    assert "ROCk module is NOT loaded, possibly no GPU devices" in report.stdout
+    assert "Driver not initialized (amdgpu not found in modules)" in report.stdout
+    assert "\x1b[" not in report.stdout

@@ -256,9 +256,9 @@ def test_einval_cause_is_the_threads() -> None:
 
 
 def test_timed_out() -> None:
-    hung = {"returncode": -9, "stdout": "", "stderr": "", "timed_out": True}
+    hung = {"returncode": 124, "stdout": "", "stderr": "", "timed_out": True, "duration_s": 10.02}
     assert run(host(hung, files=XTX_SYSFS)) == expect(
-        Status.ERROR, "rocminfo did not answer within 20 s",
+        Status.ERROR, "rocminfo did not answer within 10 s",
         (HINT("rocminfo hangs when the amdgpu driver or the GPU is stuck (a GPU reset that failed, "
            "a hung queue); the kernel log shows it"),
          INFO("The KFD topology in sysfs lists 1 GPU: gfx1100 Radeon RX 7900 XTX/XT/GRE, PRO W7900/W7800 "
