@@ -83,7 +83,9 @@ class VisibleDevices(Check):
             # rocminfo honours ROCR_VISIBLE_DEVICES, so only sysfs shows every GPU.
             nodes = kfd_gpus(host)
             named = {g.node: g for g in inv.gpus if g.node is not None}
-            physical = tuple(replace(named.get(g.node, g), index=g.index) for g in nodes)
+            physical = tuple(
+                replace(named.get(g.node, g) if g.node is not None else g, index=g.index)
+                for g in nodes)
             if physical:
                 sel = select(ROCR_VAR, env[ROCR_VAR], physical)
                 total, rocr_view = len(physical), sel.chosen

@@ -11,6 +11,7 @@ from rocmdoctor import __version__
 
 if TYPE_CHECKING:
     from rocmdoctor.host import Host
+    from rocmdoctor.livehost import LiveHost
     from rocmdoctor.model import Report
 
 app = typer.Typer(
@@ -58,7 +59,6 @@ def _root(
 
 def _make_host(from_file: Optional[str], timeout: float, python: Optional[str],
                probe_now: bool = True) -> Host:
-    from rocmdoctor.livehost import LiveHost
     from rocmdoctor.snapshot import SnapshotError, SnapshotHost, load_snapshot
 
     if from_file is not None:
@@ -66,6 +66,11 @@ def _make_host(from_file: Optional[str], timeout: float, python: Optional[str],
             return SnapshotHost(load_snapshot(from_file))
         except SnapshotError as exc:
             raise fail(str(exc)) from None
+    return _live_host(timeout, python, probe_now)
+
+
+def _live_host(timeout: float, python: Optional[str], probe_now: bool = True) -> LiveHost:
+    from rocmdoctor.livehost import LiveHost
     from rocmdoctor.probe import make_probe, run_probe
 
     if probe_now:  # the child imports torch while the machine checks run
@@ -154,7 +159,7 @@ def snapshot(
     from rocmdoctor.report_facts import gather
     from rocmdoctor.snapshot import build_snapshot, save_snapshot
 
-    host = _make_host(None, timeout, python)
+    host = _live_host(timeout, python)
     report = _run_report(host, [], [])
     gather(host)  # so that `report --from` shows the same raw facts
     data = build_snapshot(host, redact=not no_redact)
@@ -209,7 +214,7 @@ def report(
         from rocmdoctor.livehost import LiveHost
         from rocmdoctor.snapshot import build_snapshot, save_snapshot
 
-        assert isinstance(host, LiveHost)
+        assert isinstance(host, LiveHost)  # --snapshot with --from was refused above
         try:
             save_snapshot(build_snapshot(host, redact=not no_redact), snapshot_out)
         except OSError as exc:
