@@ -231,9 +231,14 @@ def report(
 
 def _register_commands() -> None:
     # Each module imports typer and its own light modules only; torch stays in the children.
+    from rocmdoctor.cli_bench import bench_command, compare_command
     from rocmdoctor.cli_explain import explain_command
+    from rocmdoctor.cli_tune import tune_command
 
     app.command("explain")(explain_command)
+    app.command("bench")(bench_command)
+    app.command("compare")(compare_command)
+    app.command("tune")(tune_command)
 
 
 _register_commands()

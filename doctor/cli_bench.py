@@ -1,0 +1,236 @@
+"""`rocmdoctor bench` and `rocmdoctor compare` (registered by rocmdoctor.cli).
+
+The measurement runs in a child process (rocmdoctor.tuners.child), so environment settings
+apply and a crash, hang or out-of-memory cannot take the CLI down. Progress goes to stderr,
+the result table to stdout. Exit codes: 0 measured, 1 the run failed (crash, timeout, out of
+memory), 2 bad usage or no GPU. Nothing here imports torch.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from typing import Any, Optional
+
+import typer
+
+from rocmdoctor.tuners.spec import SETTINGS, BenchSpec
+
+
+def _fail(message: str, code: int = 2) -> typer.Exit:
+    typer.echo(f"rocmdoctor: error: {message}", err=True)
+    return typer.Exit(code)
+
+
+def parse_settings(pairs: Optional[list[str]]) -> dict[str, Any]:
+    """KEY=VALUE pairs; the value is converted to the setting's documented type."""
+    out: dict[str, Any] = {}
+    for pair in pairs or []:
+        key, sep, raw = pair.partition("=")
+        key = key.strip()
+        if not sep or key not in SETTINGS:
+            raise ValueError(f"--set {pair!r}: expected KEY=VALUE with KEY one of "
+                             f"{', '.join(sorted(SETTINGS))}")
+        kind = SETTINGS[key][0]
+        value: Any = raw.strip()
+        if kind is bool:
+            if value.lower() not in ("1", "0", "true", "false", "on", "off", "yes", "no"):
+                raise ValueError(f"--set {key}: {raw!r} is not true or false")
+            value = value.lower() in ("1", "true", "on", "yes")
+        elif kind is int:
+            try:
+                value = int(value)
+            except ValueError:
+                raise ValueError(f"--set {key}: {raw!r} is not an integer") from None
+        out[key] = value
+    return out
+
+
+def bench_command(
+    model: str = typer.Option("resnet50", "--model",
+                              help="resnet50, vit_b_16, gpt2, tinycnn, or pkg.module:factory."),
+    batch_size: int = typer.Option(64, "--batch-size", min=1, help="Samples per step."),
+    precision: str = typer.Option("fp32", "--precision", help="fp32 | tf32 | bf16 | fp16."),
+    channels_last: bool = typer.Option(False, "--channels-last", help="NHWC memory format."),
+    compile_model: bool = typer.Option(False, "--compile", help="torch.compile the model."),
+    steps: int = typer.Option(50, "--steps", min=1, help="Measured steps."),
+    warmup: int = typer.Option(10, "--warmup", min=1, help="Warm-up steps (not measured)."),
+    device: str = typer.Option("auto", "--device", help="auto | cuda | cpu (cuda = ROCm too)."),
+    image_size: int = typer.Option(224, "--image-size", min=1, help="Image side in pixels."),
+    seq_len: int = typer.Option(512, "--seq-len", min=1, help="Tokens per sequence (gpt2)."),
+    settings: Optional[list[str]] = typer.Option(
+        None, "--set", metavar="KEY=VALUE", help="A run-time setting, e.g. cudnn_benchmark=true."),
+    json_file: Optional[str] = typer.Option(None, "--json", metavar="FILE",
+                                            help="Write the result JSON to FILE."),
+    find_max_batch: bool = typer.Option(False, "--find-max-batch",
+                                        help="Find the largest batch that fits, then stop."),
+    timeout: float = typer.Option(600.0, "--timeout", help="Seconds the run may take."),
+    python: Optional[str] = typer.Option(None, "--python", help="The Python to train with."),
+) -> None:
+    """Measure training throughput on synthetic data, honestly (warm-up excluded)."""
+    from rocmdoctor.tuners.child import run_bench_child
+
+    try:
+        spec = BenchSpec(model=model, batch_size=batch_size, precision=precision,
+                         channels_last=channels_last, compile=compile_model, steps=steps,
+                         warmup=warmup, device=device, image_size=image_size, seq_len=seq_len,
+                         settings=parse_settings(settings))
+    except ValueError as exc:
+        raise _fail(str(exc)) from None
+    problems = spec.problems()
+    if problems:
+        raise _fail("; ".join(problems))
+    if find_max_batch:
+        raise typer.Exit(_max_batch(spec, timeout, python))
+
+    progress = _Progress(spec)
+    with progress:
+        outcome = run_bench_child(spec, timeout_s=timeout, python=python,
+                                  on_event=progress.update)
+    if outcome.state == "error":
+        raise _fail(outcome.message)
+    if outcome.state == "oom":
+        raise _fail(_after_oom(spec, timeout, python), 1)
+    if outcome.state != "ok" or outcome.result is None:
+        tail = "\n".join(outcome.stderr_tail.splitlines()[-15:])
+        if tail:
+            typer.echo(tail, err=True)
+        raise _fail(f"the benchmark {outcome.state}: {outcome.message}", 1)
+    from rocmdoctor.tuners.report import render_result
+
+    sys.stdout.write(render_result(outcome.result, width=_width(), color=sys.stdout.isatty()))
+    if json_file:
+        _write_json(outcome.result, json_file)
+
+
+def _after_oom(spec: BenchSpec, timeout: float, python: Optional[str]) -> str:
+    """Halve the batch in fresh processes until one fits; the message says which."""
+    import dataclasses
+
+    from rocmdoctor.tuners.maxbatch import child_runner, find_max_batch
+
+    head = f"out of memory at batch {spec.batch_size}"
+    if spec.batch_size == 1:
+        return f"{head}: even batch 1 does not fit"
+    typer.echo(f"rocmdoctor: {head}; halving the batch to find the largest that fits",
+               err=True)
+    found = find_max_batch(dataclasses.replace(spec, batch_size=spec.batch_size // 2),
+                           child_runner({}, timeout, python), only_down=True)
+    if found.failure is not None:
+        return f"{head}; then the {found.message()}"
+    if found.largest_fit is None:
+        return f"{head}: even batch 1 does not fit"
+    return (f"{head}; the largest batch that fit when halving is {found.largest_fit}: "
+            f"rerun with --batch-size {found.largest_fit} (or --find-max-batch)")
+
+
+def _max_batch(spec: BenchSpec, timeout: float, python: Optional[str]) -> int:
+    from rocmdoctor.tuners.child import TrialOutcome
+    from rocmdoctor.tuners.maxbatch import child_runner, find_max_batch
+
+    def report(batch: int, outcome: TrialOutcome) -> None:
+        typer.echo(f"  batch {batch}: {outcome.state}", err=True)
+
+    typer.echo(f"searching the largest batch for {spec.model} ({spec.precision}) that fits",
+               err=True)
+    found = find_max_batch(spec, child_runner({}, timeout, python), on_probe=report)
+    if found.failure is not None:
+        code = 2 if found.failure.state == "error" else 1
+        typer.echo(f"rocmdoctor: error: {found.message()}", err=True)
+        return code
+    typer.echo(found.message())
+    return 0 if found.largest_fit else 1
+
+
+def _write_json(result: dict[str, Any], path: str) -> None:
+    try:
+        with open(path, "w", encoding="utf-8") as fh:
+            json.dump(result, fh, indent=2, sort_keys=True)
+            fh.write("\n")
+    except OSError as exc:
+        raise _fail(f"cannot write {path}: {exc.strerror or exc}") from None
+    typer.echo(f"wrote {path}", err=True)
+
+
+def _width() -> int:
+    return shutil.get_terminal_size((100, 24)).columns
+
+
+class _Progress:
+    """A rich progress bar on stderr with live throughput; silent when stderr is no TTY."""
+
+    def __init__(self, spec: BenchSpec) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.total = spec.warmup + spec.steps
+        console = Console(stderr=True)
+        self.progress = Progress(TextColumn("{task.description}"), BarColumn(),
+                                 TextColumn("{task.completed}/{task.total} steps"),
+                                 TimeElapsedColumn(), console=console,
+                                 disable=not console.is_terminal, transient=True)
+        self.task = self.progress.add_task(f"{spec.model}: starting", total=self.total)
+        self.lines = not console.is_terminal  # logs and pipes get one plain line per event
+
+    def __enter__(self) -> _Progress:
+        self.progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.stop()
+
+    def update(self, event: dict[str, Any]) -> None:
+        kind = event.get("event")
+        if self.lines:
+            self._line(event)
+            return
+        if kind == "start":
+            self.progress.update(self.task, description=f"{event.get('model')} on "
+                                 f"{event.get('device')}: warm-up")
+        elif kind == "warmup":
+            self.progress.update(self.task, advance=1, description=(
+                f"warm-up {event.get('step')}/{event.get('of')} "
+                f"({float(event.get('step_s', 0.0)):.2f} s/step)"))
+        elif kind == "window":
+            self.progress.update(self.task, advance=int(event.get("steps", 0)), description=(
+                f"measuring: {float(event.get('samples_per_s', 0.0)):,.1f} "
+                f"{event.get('unit', 'samples')}/s"))
+
+
+    @staticmethod
+    def _line(event: dict[str, Any]) -> None:
+        kind = event.get("event")
+        if kind == "warmup" and event.get("step") == 1:
+            typer.echo(f"first step {float(event.get('step_s', 0.0)):.2f} s", err=True)
+        elif kind == "window":
+            typer.echo(f"window {int(event.get('index', 0)) + 1}/{event.get('of')}: "
+                       f"{float(event.get('samples_per_s', 0.0)):,.1f} "
+                       f"{event.get('unit', 'samples')}/s", err=True)
+
+
+def compare_command(
+    files: list[str] = typer.Argument(..., metavar="RESULT.json...",
+                                      help="Results of `rocmdoctor bench --json`."),
+    markdown: bool = typer.Option(False, "--markdown", help="Print a Markdown table."),
+    anchors: bool = typer.Option(False, "--anchors",
+                                 help="Also show published figures for the same GPU and model."),
+) -> None:
+    """Compare bench results side by side, with differences against the first."""
+    from rocmdoctor.tuners.compare import (
+        CompareError,
+        label_of,
+        load_result,
+        render_compare_markdown,
+        render_compare_text,
+    )
+
+    try:
+        results = [(label_of(path), load_result(path)) for path in files]
+    except CompareError as exc:
+        raise _fail(str(exc)) from None
+    if markdown:
+        sys.stdout.write(render_compare_markdown(results, anchors=anchors))
+    else:
+        sys.stdout.write(render_compare_text(results, width=_width(),
+                                             color=sys.stdout.isatty(), anchors=anchors))

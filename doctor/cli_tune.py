@@ -1,0 +1,224 @@
+"""`rocmdoctor tune`: the command line. Registered in rocmdoctor.cli as `tune`.
+
+Options are parsed here, the work is done by rocmdoctor.tuners.tune (imported inside the
+command, so `--help` imports neither optuna nor torch). Progress goes to stderr, the final
+report to stdout; --output, --export and --html write files.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import sys
+from typing import Any, Optional, TextIO
+
+import typer
+
+from rocmdoctor.tuners.spec import BenchSpec
+
+INSTALL_HINT = "pip install 'rocmdoctor[tune]'"
+_DEFAULT = BenchSpec()
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)([hms]?)")
+_SECONDS = {"h": 3600.0, "m": 60.0, "s": 1.0, "": 1.0}
+
+
+def parse_duration(text: str) -> float:
+    """Seconds in "900", "90s", "15m", "1.5h" or "1h30m"; ValueError otherwise."""
+    compact = text.strip().lower().replace(" ", "")
+    parts = _DURATION.findall(compact)
+    if not compact or "".join(n + u for n, u in parts) != compact:
+        raise ValueError(f"not a duration: {text!r} (examples: 900, 90s, 15m, 1h30m)")
+    seconds = sum(float(n) * _SECONDS[u] for n, u in parts)
+    if seconds <= 0:
+        raise ValueError(f"the duration must be positive: {text!r}")
+    return seconds
+
+
+def parse_sizes(text: Optional[str]) -> tuple[int, ...]:
+    """Batch sizes from "64,128,256"; ValueError for anything but positive integers."""
+    if not text:
+        return ()
+    sizes = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part.isdigit() or int(part) < 1:
+            raise ValueError(f"--batch-sizes takes positive integers, not {part!r}")
+        sizes.append(int(part))
+    return tuple(sorted(set(sizes)))
+
+
+def _clock(seconds: Optional[float]) -> str:
+    if seconds is None:
+        return ""
+    if seconds < 0:
+        return "over budget"
+    minutes, secs = divmod(int(seconds), 60)
+    return f"{minutes}m{secs:02d}s left"
+
+
+class Progress:
+    """Live progress lines on stderr: trial n of N, its settings, throughput, best, time left."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.unit = "samples"
+
+    def _say(self, text: str) -> None:
+        self.stream.write(text + "\n")
+        self.stream.flush()
+
+    def __call__(self, kind: str, data: dict[str, Any]) -> None:
+        if kind == "plan":
+            space = data["space"]
+            done = f", {data['finished']} already done" if data["finished"] else ""
+            self._say(f"tune: {len(space['knobs'])} knobs, {space['size']} configurations, "
+                      f"{data['sampler']}, study {data['study']}{done}")
+            if data["requeued"]:
+                self._say(f"tune: trial(s) {', '.join(map(str, data['requeued']))} were "
+                          "interrupted last time; they run again")
+        elif kind == "trial-start":
+            changes = _changes(data["changes"])
+            step = data["finished"] + 1
+            count = f"{step}/{data['total']}" if data["total"] else f"{step}"
+            self._say(f"[{count}] trial {data['number']}: {changes} ...")
+        elif kind == "trial-end":
+            metrics = data["metrics"]
+            self.unit = metrics.get("unit") or self.unit
+            if data["state"] == "ok":
+                what = f"{metrics['throughput']:,.1f} {self.unit}/s"
+            elif data["message"].startswith(data["state"]):
+                what = data["message"]
+            else:
+                what = f"{data['state']}: {data['message']}"
+            best = f"; best {data['best']:,.1f}" if data.get("best") else ""
+            self._say(f"      trial {data['number']}: {what}{best}; "
+                      f"{_clock(data['time_left'])}")
+        elif kind == "confirm-start":
+            self._say(f"confirm: re-measuring your settings and {len(data['keys']) - 1} "
+                      f"candidate(s), interleaved, at least {data['rounds']} rounds")
+        elif kind == "confirm-run":
+            who = "your settings" if data["baseline"] else f"trial {data['trial']}"
+            value = data["throughput"]
+            what = f"{value:,.1f} {self.unit}/s" if value is not None else data["state"]
+            self._say(f"      round {data['round'] + 1}: {who}: {what}; "
+                      f"{_clock(data['time_left'])}")
+
+
+def _changes(changes: dict[str, str]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in changes.items()) or "your settings"
+
+
+def _fail(message: str, code: int = 2) -> typer.Exit:
+    typer.echo(f"rocmdoctor: error: {message}", err=True)
+    return typer.Exit(code)
+
+
+def _write(path: str, text: str) -> None:
+    try:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    except OSError as exc:
+        raise _fail(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def tune_command(
+    model: str = typer.Option(_DEFAULT.model, "--model",
+                              help="resnet50 | vit_b_16 | gpt2 | tinycnn | pkg.module:factory"),
+    batch_size: int = typer.Option(_DEFAULT.batch_size, "--batch-size"),
+    precision: str = typer.Option(_DEFAULT.precision, "--precision",
+                                  help="Your precision now: fp32 | tf32 | bf16 | fp16."),
+    channels_last: bool = typer.Option(False, "--channels-last",
+                                       help="You train with channels_last now."),
+    compile_: bool = typer.Option(False, "--compile", help="You use torch.compile now."),
+    steps: int = typer.Option(_DEFAULT.steps, "--steps", help="Measured steps per trial."),
+    warmup: int = typer.Option(_DEFAULT.warmup, "--warmup", help="Warm-up steps per trial."),
+    device: str = typer.Option(_DEFAULT.device, "--device", help="auto | cuda | cpu"),
+    image_size: int = typer.Option(_DEFAULT.image_size, "--image-size"),
+    seq_len: int = typer.Option(_DEFAULT.seq_len, "--seq-len"),
+    budget: str = typer.Option("15m", "--budget", help="Wall time for search and proof."),
+    max_trials: Optional[int] = typer.Option(None, "--max-trials", min=1),
+    space: str = typer.Option("default", "--space",
+                              help="default | env | full, or knob names separated by commas."),
+    keep_precision: bool = typer.Option(False, "--keep-precision",
+                                        help="Search only settings that keep your precision."),
+    batch_sizes: Optional[str] = typer.Option(None, "--batch-sizes",
+                                              help="Also search these, e.g. 64,128,256."),
+    study: Optional[str] = typer.Option(None, "--study", help="Study name (resumes if it "
+                                        "exists; default: derived from the workload)."),
+    storage: Optional[str] = typer.Option(None, "--storage", help="Optuna storage URL "
+                                          "(default sqlite under ~/.cache/rocmdoctor/tune)."),
+    output: Optional[str] = typer.Option(None, "--output", help="Write JSON (rocmdoctor.tune/1)."),
+    export: Optional[str] = typer.Option(None, "--export",
+                                         help="Write a file that `source` applies."),
+    html: Optional[str] = typer.Option(None, "--html", help="Write a self-contained page."),
+    trial_timeout: Optional[float] = typer.Option(None, "--trial-timeout", min=1.0,
+                                                  help="Seconds per trial (default: adaptive)."),
+    confirm_rounds: int = typer.Option(3, "--confirm-rounds", min=2,
+                                       help="Interleaved re-measurement rounds (at least)."),
+    confirm_max_rounds: Optional[int] = typer.Option(
+        None, "--confirm-max-rounds", min=2,
+        help="More rounds while a verdict is open (default: twice --confirm-rounds)."),
+    confirm_top: int = typer.Option(2, "--confirm-top", min=1,
+                                    help="Candidates re-measured against your settings."),
+    python: Optional[str] = typer.Option(None, "--python", help="The Python that will train."),
+    seed: int = typer.Option(0, "--seed", help="Sampler seed."),
+) -> None:
+    """Find the fastest settings for a training workload, with proof (Ctrl-C, then the same
+    command, resumes)."""
+    if importlib.util.find_spec("optuna") is None:
+        raise _fail(f"rocmdoctor tune needs optuna: {INSTALL_HINT}")
+    try:
+        budget_s = parse_duration(budget)
+        sizes = parse_sizes(batch_sizes)
+    except ValueError as exc:
+        raise _fail(str(exc)) from None
+    spec = BenchSpec(model=model, batch_size=batch_size, precision=precision,
+                     channels_last=channels_last, compile=compile_, steps=steps, warmup=warmup,
+                     device=device, image_size=image_size, seq_len=seq_len)
+    problems = spec.problems()
+    if problems:
+        raise _fail("; ".join(problems))
+    from rocmdoctor.tuners.export import env_file_text, json_text, render_summary
+    from rocmdoctor.tuners.tune import TuneError, TuneOptions, run_tune
+
+    options = TuneOptions(
+        spec=spec, budget_s=budget_s, max_trials=max_trials, space=space,
+        keep_precision=keep_precision, batch_sizes=sizes, study=study, storage=storage,
+        trial_timeout_s=trial_timeout, confirm_rounds=confirm_rounds,
+        confirm_max_rounds=confirm_max_rounds, confirm_top=confirm_top,
+        python=python, seed=seed, allow_test_knobs=os.environ.get("ROCMDOCTOR_TESTING") == "1")
+    try:
+        result = run_tune(options, os.environ, Progress(sys.stderr))
+    except TuneError as exc:
+        raise _fail(str(exc)) from None
+    except KeyboardInterrupt:
+        typer.echo("rocmdoctor tune: interrupted; finished trials are saved in the study, run "
+                   "the same command to continue", err=True)
+        raise typer.Exit(130) from None
+    written = []
+    if output:
+        _write(output, json_text(result))
+        written.append(output)
+    if export:
+        _write(export, env_file_text(result))
+        written.append(export)
+    if html:
+        from rocmdoctor.tuners.html import render_html
+
+        _write(html, render_html(result))
+        written.append(html)
+    sys.stdout.write(render_summary(result, written))
+
+
+def main() -> None:
+    """`python -m rocmdoctor.cli_tune`: the command on its own (rocmdoctor.cli registers it as
+    `rocmdoctor tune`)."""
+    app = typer.Typer(add_completion=False, pretty_exceptions_enable=False,
+                      rich_markup_mode=None)
+    app.command(name="tune")(tune_command)
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,162 @@
+"""The proof behind a tune verdict: paired speed-ups with Student-t intervals, noise, the
+interleaved re-measurement schedule and per-knob effects."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Optional
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from rocmdoctor.tuners import confirm as cf
+
+
+def test_t_quantiles_match_the_nist_table_and_the_normal_limit() -> None:
+    assert cf.t975(1) == 12.706 and cf.t975(2) == 4.303 and cf.t975(30) == 2.042
+    # t(0.975, 120) = 1.980 and t(0.975, 1000) = 1.962 (NIST table 1.3.6.7.2, df 100 = 1.984)
+    assert cf.t975(120) == pytest.approx(1.980, abs=1e-3)
+    assert cf.t975(100) == pytest.approx(1.984, abs=1e-3)
+    assert cf.t975(1000) == pytest.approx(1.962, abs=1e-3)
+    with pytest.raises(ValueError):
+        cf.t975(0)
+
+
+def test_constant_ratio_has_a_zero_width_interval() -> None:
+    s = cf.paired_speedup({0: 100.0, 1: 102.0, 2: 98.0}, {0: 110.0, 1: 112.2, 2: 107.8})
+    assert (s.ratio, s.low, s.high, s.pairs) == pytest.approx((1.1, 1.1, 1.1, 3))
+    assert cf.significant(s, noise=0.02) == (
+        True, "+10.0%, 95 % interval +10.0% to +10.0%, above the run-to-run noise (2.0%)")
+
+
+def test_noisy_ratios_give_a_t_interval_that_includes_no_gain() -> None:
+    s = cf.paired_speedup({0: 100.0, 1: 100.0, 2: 100.0}, {0: 102.0, 1: 110.0, 2: 106.0})
+    # geometric mean of 1.02, 1.10, 1.06; sd of the logs 0.03776; t(0.975, 2) = 4.303
+    assert s.ratio == pytest.approx(1.05950, abs=1e-5)
+    assert s.low == pytest.approx(0.96464, abs=1e-5)
+    assert s.high == pytest.approx(1.16369, abs=1e-5)
+    assert cf.significant(s, noise=0.03) == (
+        False, "the 95 % interval -3.5% to +16.4% includes no gain")
+    assert cf.unsettled(s)
+
+
+def test_verdict_rules() -> None:
+    one_round = cf.paired_speedup({0: 100.0}, {0: 150.0})
+    assert one_round.low is None
+    assert cf.significant(one_round, None) == (
+        False, "measured in one round only: no interval, no verdict")
+    tiny = cf.Speedup(1.005, 1.002, 1.008, 4)
+    assert cf.significant(tiny, 0.001) == (
+        False, "a gain of 0.5% is below the 1% worth changing for")
+    assert not cf.unsettled(tiny)
+    noisy = cf.Speedup(1.04, 1.01, 1.07, 4)
+    assert cf.significant(noisy, 0.05) == (
+        False, "a gain of 4.0% is within the run-to-run noise (5.0%)")
+    assert cf.significant(noisy, None)[0] is True
+    with pytest.raises(ValueError):
+        cf.paired_speedup({0: 1.0}, {1: 1.0})
+
+
+def test_run_to_run_noise_is_the_pooled_coefficient_of_variation() -> None:
+    # cv of (90, 110) = 14.142/100; cv of (200, 200) = 0; pooled = sqrt(mean of squares)
+    assert cf.run_to_run_cv([[90.0, 110.0], [200.0, 200.0], [5.0]]) == pytest.approx(
+        math.sqrt((0.1414214**2 + 0.0) / 2), rel=1e-6)
+    assert cf.run_to_run_cv([[1.0]]) is None
+
+
+def test_rounds_rotate_skip_what_was_measured_and_stop_when_settled() -> None:
+    assert [cf.rotation([0, 5, 7], r) for r in range(4)] == [
+        [0, 5, 7], [5, 7, 0], [7, 0, 5], [0, 5, 7]]
+    calls: list[tuple[int, int]] = []
+
+    def measure(key: int, round_index: int) -> Optional[float]:
+        calls.append((key, round_index))
+        return float(key + round_index)
+
+    results = cf.measure_rounds([0, 5], {(0, 0): 1.0}, measure, min_rounds=2, max_rounds=5,
+                                keep_going=lambda r: len(r) < 6)
+    assert calls == [(5, 0), (5, 1), (0, 1), (0, 2), (5, 2)]
+    assert results[(0, 0)] == 1.0 and len(results) == 6
+    assert cf.by_round(results, 5) == {0: 5.0, 1: 6.0, 2: 7.0}
+
+
+TRIALS: list[dict[str, Any]] = [
+    {"number": 0, "params": {"cl": "off", "prec": "fp32"}, "state": "ok", "throughput": 100.0,
+     "precision": "fp32"},
+    {"number": 1, "params": {"cl": "on", "prec": "fp32"}, "state": "ok", "throughput": 150.0,
+     "precision": "fp32"},
+    {"number": 2, "params": {"cl": "on", "prec": "bf16"}, "state": "ok", "throughput": 400.0,
+     "precision": "bf16"},
+    {"number": 3, "params": {"cl": "off", "prec": "bf16"}, "state": "ok", "throughput": 200.0,
+     "precision": "bf16"},
+    {"number": 4, "params": {"cl": "off", "prec": "fp16"}, "state": "oom", "throughput": None,
+     "precision": "fp16"},
+]
+KNOBS = [{"name": "cl", "choices": ["off", "on"], "baseline": "off"},
+         {"name": "prec", "choices": ["fp32", "bf16", "fp16"], "baseline": "fp32"}]
+
+
+def test_knob_effects_are_geometric_means_with_against_without() -> None:
+    effects = cf.knob_effects(TRIALS, KNOBS)
+    gm = math.sqrt
+    assert [(e["knob"], e["value"], e["n_with"], e["n_without"]) for e in effects] == [
+        ("prec", "bf16", 2, 2), ("cl", "on", 2, 2), ("prec", "fp32", 2, 2),
+        ("cl", "off", 2, 2)]
+    assert effects[0]["effect"] == pytest.approx(gm(400 * 200) / gm(100 * 150) - 1)  # +131 %
+    assert effects[1]["effect"] == pytest.approx(gm(150 * 400) / gm(100 * 200) - 1)  # +73 %
+    assert effects[2]["effect"] == pytest.approx(gm(100 * 150) / gm(400 * 200) - 1)
+    assert effects[0]["baseline"] is False and effects[2]["baseline"] is True
+
+
+def test_candidates_are_the_fastest_plus_the_fastest_that_keeps_precision() -> None:
+    ok = [t for t in TRIALS if t["state"] == "ok"]
+    assert [t["number"] for t in cf.pick_candidates(TRIALS[0], ok, 1, "fp32")] == [2, 1]
+    assert [t["number"] for t in cf.pick_candidates(TRIALS[0], ok, 2, "bf16")] == [2, 3]
+    assert cf.pick_candidates(TRIALS[0], [TRIALS[0]], 2, "fp32") == []
+
+
+def test_confirm_judges_each_candidate_against_the_interleaved_baseline() -> None:
+    table = {0: [100.0, 101.0, 99.0, 100.0], 1: [80.0, 81.0, 79.0, 80.0],
+             2: [150.0, 152.0, 149.0, 151.0]}
+    order: list[tuple[int, int]] = []
+
+    def measure(trial: dict[str, Any], round_index: int) -> Optional[float]:
+        order.append((trial["number"], round_index))
+        return table[trial["number"]][round_index]
+
+    stored = [{"trial": 0, "round": 0, "throughput": 100.0}]  # from an interrupted run
+    result = cf.confirm(TRIALS[0], [TRIALS[2], TRIALS[1]], stored, measure, 3, 4,
+                        time_for_round=lambda n: True)
+    assert order[:2] == [(2, 0), (1, 0)] and (0, 0) not in order
+    assert result["rounds"] == 3  # both verdicts settled after the minimum
+    by_trial = {c["trial"]: c for c in result["candidates"]}
+    assert by_trial[2]["winner"] is True and by_trial[2]["pairs"] == 3
+    assert by_trial[2]["speedup"] == pytest.approx((150 * 152 * 149 / (100 * 101 * 99))
+                                                   ** (1 / 3))
+    assert by_trial[1]["winner"] is False
+    assert by_trial[1]["why"].startswith("the 95 % interval -")
+    # An open verdict (a 1 % gain inside a wide interval) earns rounds up to the maximum,
+    # while time allows.
+    table[1] = [101.0, 99.0, 102.0, 100.0]
+    open_verdict = cf.confirm(TRIALS[0], [TRIALS[1]], [], measure, 3, 4, lambda n: True)
+    assert open_verdict["rounds"] == 4
+    no_time = cf.confirm(TRIALS[0], [TRIALS[1]], [], measure, 3, 4, lambda n: False)
+    assert no_time["rounds"] == 3
+    assert cf.confirm(None, [], [], measure, 3, 4, lambda n: True)["status"] == "no-baseline"
+    assert cf.confirm(TRIALS[0], [], [], measure, 3, 4, lambda n: True)["status"] == \
+        "nothing-to-confirm"
+
+
+@given(st.dictionaries(st.integers(0, 5), st.floats(0.1, 1e6), min_size=1),
+       st.dictionaries(st.integers(0, 5), st.floats(0.1, 1e6), min_size=1))
+def test_speedup_interval_always_brackets_the_ratio(base: dict[int, float],
+                                                    cand: dict[int, float]) -> None:
+    try:
+        s = cf.paired_speedup(base, cand)
+    except ValueError:
+        assert not set(base) & set(cand)
+        return
+    assert s.ratio > 0
+    if s.low is not None and s.high is not None:
+        assert s.low <= s.ratio * (1 + 1e-9) and s.ratio <= s.high * (1 + 1e-9)

@@ -1,0 +1,209 @@
+"""Renderers of a tune result: how to apply the winner, the file `source` applies, the terminal
+summary and the HTML page. The result below is what a ResNet-50 tune on an MI300X records."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from typing import Any
+
+import pytest
+
+from rocmdoctor.tuners.export import env_file_text, how_to_apply, render_summary
+from rocmdoctor.tuners.html import render_html
+from rocmdoctor.tuners.spec import BenchSpec
+
+SPACE: dict[str, Any] = {
+    "name": "default", "size": 48,
+    "knobs": [
+        {"name": "precision", "choices": ["fp32", "bf16", "fp16"], "baseline": "fp32",
+         "changes_numerics": True},
+        {"name": "channels_last", "choices": ["off", "on"], "baseline": "off",
+         "changes_numerics": False},
+        {"name": "miopen_find_mode", "choices": ["default", "FAST", "NORMAL"],
+         "baseline": "default", "changes_numerics": False},
+        {"name": "tunableop", "choices": ["off", "on"], "baseline": "off",
+         "changes_numerics": False},
+    ],
+    "skipped": [{"knob": "alloc", "reason": "needs torch >= 2.12 (this is 2.9.1+rocm6.4)"}],
+}
+DB = "/home/u/.cache/rocmdoctor/tune/resnet50-0123456789/trials/3"
+WINNER_ENV = {"MIOPEN_FIND_MODE": "FAST", "MIOPEN_USER_DB_PATH": f"{DB}/miopen-db",
+              "MIOPEN_CUSTOM_CACHE_DIR": f"{DB}/miopen-cache",
+              "PYTORCH_TUNABLEOP_FILENAME": f"{DB}/tunableop_results%d.csv"}
+WINNER = {"precision": "bf16", "channels_last": "on", "miopen_find_mode": "FAST",
+          "tunableop": "on"}
+
+
+def _trial(number: int, params: dict[str, str], state: str, tput: Any, **extra: Any
+           ) -> dict[str, Any]:
+    base = {"number": number, "params": params, "state": state, "throughput": tput,
+            "unit": "images", "memory_bytes": 9.5 * 2**30, "one_time_s": 2.0,
+            "message": f"{tput:,.1f} images/s" if tput else state, "baseline": number == 0,
+            "started_at": 1_800_000_000.0 + 60 * number, "retry_of": None, "env": {},
+            "precision": params["precision"]}
+    return {**base, **extra}
+
+
+def result() -> dict[str, Any]:
+    baseline = {"precision": "fp32", "channels_last": "off", "miopen_find_mode": "default",
+                "tunableop": "off"}
+    trials = [
+        _trial(0, baseline, "ok", 1234.5),
+        _trial(1, {**baseline, "channels_last": "on"}, "ok", 1300.0),
+        _trial(2, {**baseline, "precision": "fp16"}, "oom", None,
+               message="out of memory at batch 256"),
+        _trial(3, WINNER, "ok", 2500.0, env=WINNER_ENV, one_time_s=41.5),
+        _trial(4, {**baseline, "miopen_find_mode": "NORMAL"}, "pruned", None,
+               message="pruned: <script>alert(1)</script>"),
+    ]
+    why = "+102.0%, 95 % interval +98.0% to +106.0%, above the run-to-run noise (0.8%)"
+    cand: dict[str, Any] = {"trial": 3, "params": WINNER, "precision": "bf16", "speedup": 2.02,
+            "low": 1.98, "high": 2.06, "pairs": 3, "winner": True,
+            "changes": {k: v for k, v in WINNER.items() if baseline[k] != v},
+            "why": why}
+    keep = {"trial": 1, "params": trials[1]["params"], "precision": "fp32", "speedup": 1.004,
+            "low": 0.99, "high": 1.02, "pairs": 3, "winner": False,
+            "changes": {"channels_last": "on"},
+            "why": "the 95 % interval -1.0% to +2.0% includes no gain"}
+    spec = BenchSpec(batch_size=256)
+    return {
+        "schema": "rocmdoctor.tune/1", "tool_version": "0.1.0",
+        "created_at": "2026-11-29T12:00:00+00:00",
+        "study": {"name": "resnet50-0123456789", "sampler": "TPESampler", "seed": 0},
+        "workload": spec.to_dict(),
+        "platform": {"kind": "rocm", "torch": "2.9.1+rocm6.4", "hip": "6.4.43482-0f2d60242",
+                     "cuda": None, "device": "AMD Instinct MI300X", "arch": "gfx942"},
+        "space": SPACE, "elapsed_s": 845.2, "warnings": [], "trials": trials,
+        "baseline": trials[0],
+        "confirmation": {"status": "done", "candidates": [cand, keep], "noise_cv": 0.008,
+                         "rounds": 3, "runs": []},
+        "verdict": {"winner": True, "summary": "trial 3 (precision=bf16, channels_last=on, "
+                    "miopen_find_mode=FAST, tunableop=on) is faster than your settings: "
+                    + why, "best_overall": cand, "best_same_precision": None,
+                    "precision": "fp32"},
+        "effects": [{"knob": "precision", "value": "bf16", "effect": 0.85, "n_with": 2,
+                     "n_without": 3, "baseline": False},
+                    {"knob": "channels_last", "value": "on", "effect": 0.3, "n_with": 2,
+                     "n_without": 3, "baseline": False}],
+        "apply": how_to_apply(SPACE, WINNER, WINNER_ENV, "rocm", spec),
+    }
+
+
+def test_how_to_apply_collects_environment_code_and_notes() -> None:
+    apply = how_to_apply(SPACE, WINNER, {**WINNER_ENV, "ROCMDOCTOR_TEST_FAULT": "crash"},
+                         "rocm", BenchSpec())
+    assert apply == {
+        "env": {**WINNER_ENV, "PYTORCH_TUNABLEOP_ENABLED": "1"},
+        "python": [
+            "with torch.autocast('cuda', dtype=torch.bfloat16):  # around forward + loss",
+            "model = model.to(memory_format=torch.channels_last)",
+            "images = images.to(memory_format=torch.channels_last)  # every batch"],
+        "notes": [
+            "precision fp32 -> bf16 changes numerics: check that the model still converges",
+            "TunableOp replays the tuned GEMMs in PYTORCH_TUNABLEOP_FILENAME; new shapes are "
+            "tuned on first use",
+            "MIOPEN_USER_DB_PATH and MIOPEN_CUSTOM_CACHE_DIR point at the databases this trial "
+            "tuned; they stay valid for this MIOpen version and GPU"],
+    }
+
+
+def test_export_file_text() -> None:
+    assert env_file_text(result()) == f"""\
+# rocmdoctor tune 0.1.0: resnet50, batch 256, fp32, on AMD Instinct MI300X (2026-11-29T12:00:00+00:00)
+# Trial 3: +102.0% throughput over your settings (95 % interval +98.0% to +106.0%).
+# Apply: source this file, then start training from the same shell.
+
+export MIOPEN_CUSTOM_CACHE_DIR={DB}/miopen-cache
+export MIOPEN_FIND_MODE=FAST
+export MIOPEN_USER_DB_PATH={DB}/miopen-db
+export PYTORCH_TUNABLEOP_ENABLED=1
+export PYTORCH_TUNABLEOP_FILENAME={DB}/tunableop_results%d.csv
+
+# Code-level settings: an environment file cannot set these; put them in your training script:
+#   with torch.autocast('cuda', dtype=torch.bfloat16):  # around forward + loss
+#   model = model.to(memory_format=torch.channels_last)
+#   images = images.to(memory_format=torch.channels_last)  # every batch
+
+# Note: precision fp32 -> bf16 changes numerics: check that the model still converges
+# Note: TunableOp replays the tuned GEMMs in PYTORCH_TUNABLEOP_FILENAME; new shapes are tuned on first use
+# Note: MIOPEN_USER_DB_PATH and MIOPEN_CUSTOM_CACHE_DIR point at the databases this trial tuned; they stay valid for this MIOpen version and GPU
+"""  # noqa: E501
+
+
+def test_export_file_sources_in_bash_with_awkward_values(tmp_path: Any) -> None:
+    r = result()
+    awkward = {"A_PATH": "/tmp/with space/it's $HOME `x`", "B_EMPTY": "", "C_PCT": "%d;|&"}
+    r["apply"]["env"] = awkward
+    path = tmp_path / "best.env"
+    path.write_text(env_file_text(r), encoding="utf-8")
+    done = subprocess.run(["bash", "-c", f"set -e; source '{path}'; env -0"], text=True,
+                          capture_output=True, env={"PATH": os.environ["PATH"]}, timeout=30)
+    assert done.returncode == 0, done.stderr
+    seen = dict(item.split("=", 1) for item in done.stdout.split("\0") if "=" in item)
+    for name, value in awkward.items():
+        assert seen[name] == value
+    r["apply"]["env"] = {"BAD NAME": "1"}
+    with pytest.raises(ValueError, match="not an environment variable name"):
+        env_file_text(r)
+
+
+def test_export_without_a_winner_applies_nothing() -> None:
+    r = result()
+    r["verdict"] = {**r["verdict"], "winner": False, "best_overall": None,
+                    "summary": "no configuration beat your current settings beyond the "
+                               "measured noise"}
+    r["apply"] = None
+    assert env_file_text(r).splitlines()[1:] == [
+        "# no configuration beat your current settings beyond the measured noise.",
+        "# Nothing to apply: keep your current settings."]
+
+
+def test_terminal_summary() -> None:
+    assert render_summary(result(), ["r.json"]) == f"""\
+rocmdoctor tune: resnet50, batch 256, fp32 on AMD Instinct MI300X (ROCm 6.4.43482-0f2d60242, torch 2.9.1+rocm6.4)
+study resnet50-0123456789: 5 trials (3 ok, 1 oom, 1 pruned) in 14m05s
+
+                 throughput        memory   one-time  speed-up (95 % interval)
+  your settings  1,234.5 images/s  9.5 GiB  2.0 s     1.000
+  trial 3 *      2,500.0 images/s  9.5 GiB  41.5 s    2.020 (+98.0% .. +106.0%)
+  trial 1        1,300.0 images/s  9.5 GiB  2.0 s     1.004 (-1.0% .. +2.0%)
+  (search throughput; speed-ups re-measured interleaved over 3 rounds, run-to-run noise 0.8%)
+  trial 3: precision fp32 -> bf16, channels_last off -> on, miopen_find_mode default -> FAST, tunableop off -> on: +102.0%, 95 % interval +98.0% to +106.0%, above the run-to-run noise (0.8%)
+  trial 1: channels_last off -> on: the 95 % interval -1.0% to +2.0% includes no gain
+
+verdict: trial 3 (precision=bf16, channels_last=on, miopen_find_mode=FAST, tunableop=on) is faster than your settings: +102.0%, 95 % interval +98.0% to +106.0%, above the run-to-run noise (0.8%)
+  no confirmed win keeps fp32
+
+knob effects (geometric mean of finished trials with the value vs without):
+  precision = bf16      +85.0%  (n=2 vs 3)
+  channels_last = on    +30.0%  (n=2 vs 3)
+
+apply:
+  export MIOPEN_CUSTOM_CACHE_DIR={DB}/miopen-cache
+  export MIOPEN_FIND_MODE=FAST
+  export MIOPEN_USER_DB_PATH={DB}/miopen-db
+  export PYTORCH_TUNABLEOP_ENABLED=1
+  export PYTORCH_TUNABLEOP_FILENAME={DB}/tunableop_results%d.csv
+  with torch.autocast('cuda', dtype=torch.bfloat16):  # around forward + loss
+  model = model.to(memory_format=torch.channels_last)
+  images = images.to(memory_format=torch.channels_last)  # every batch
+  note: precision fp32 -> bf16 changes numerics: check that the model still converges
+  note: TunableOp replays the tuned GEMMs in PYTORCH_TUNABLEOP_FILENAME; new shapes are tuned on first use
+  note: MIOPEN_USER_DB_PATH and MIOPEN_CUSTOM_CACHE_DIR point at the databases this trial tuned; they stay valid for this MIOpen version and GPU
+
+not searched: alloc (needs torch >= 2.12 (this is 2.9.1+rocm6.4))
+wrote r.json
+"""  # noqa: E501
+
+
+def test_html_page_is_self_contained_and_escaped() -> None:
+    page = render_html(result())
+    assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
+    assert page.count("<svg") == 3
+    assert "<script" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "http://" not in page and "https://" not in page and "<link" not in page
+    assert "trial 3: precision=bf16, channels_last=on, miopen_find_mode=FAST, " \
+           "tunableop=on" in page
+    assert "export MIOPEN_FIND_MODE=FAST" in page
+    assert "<li><b>alloc</b>: needs torch &gt;= 2.12 (this is 2.9.1+rocm6.4)</li>" in page

@@ -1,0 +1,127 @@
+"""The Optuna study behind `rocmdoctor tune`: baseline first, resume after an interruption
+without losing or repeating a finished trial, refusal of a study made for something else,
+early stopping of clearly slower trials. Real optuna with SQLite files in tmp_path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import optuna
+import pytest
+from optuna.trial import TrialState
+
+from rocmdoctor.tuners import search as se
+from rocmdoctor.tuners.knobs import Platform
+from rocmdoctor.tuners.spec import BenchSpec
+
+CPU = Platform(kind="cpu", torch="2.13.0+cpu", device="cpu", cpu_count=4, torch_threads=4)
+SPEC = BenchSpec(model="tinycnn", device="cpu")
+
+
+def _space(names: str = "channels_last,threads") -> se.SearchSpace:
+    return se.plan_space(CPU, SPEC, {}, space=names)
+
+
+def _study(tmp_path: Path, space: se.SearchSpace, name: str = "s") -> optuna.Study:
+    storage = f"sqlite:///{tmp_path / 'study.db'}"
+    return se.open_study(name, storage, space, SPEC.to_dict(),
+                         se.make_sampler(space, None, seed=0))
+
+
+def _finish(study: optuna.Study, space: se.SearchSpace, state: str,
+            value: float = 1.0) -> optuna.Trial:
+    trial = study.ask()
+    params = se.suggest(trial, space)
+    trial.set_user_attr("state", state)
+    if state == "ok":
+        study.tell(trial, value)
+    elif state == "pruned":
+        study.tell(trial, state=TrialState.PRUNED)
+    else:
+        study.tell(trial, state=TrialState.FAIL)
+    assert params
+    return trial
+
+
+def test_new_study_measures_the_baseline_first(tmp_path: Path) -> None:
+    space = _space()
+    study = _study(tmp_path, space)
+    trial = study.ask()
+    assert trial.user_attrs == {"baseline": True}
+    assert se.suggest(trial, space) == {"channels_last": "off", "threads": "default"}
+    assert space.size() == 6  # 2 layouts x 3 thread counts (yours: 4, then 2 and 1)
+
+
+def test_a_study_for_another_space_is_refused(tmp_path: Path) -> None:
+    _study(tmp_path, _space())
+    with pytest.raises(se.StudyMismatch, match="made for another workload or search space"):
+        _study(tmp_path, _space("channels_last"))
+
+
+def test_recover_requeues_an_interrupted_trial_once(tmp_path: Path) -> None:
+    space = _space()
+    study = _study(tmp_path, space)
+    _finish(study, space, "ok", 100.0)  # the baseline
+    running = study.ask()  # a tune killed while this trial ran leaves it RUNNING
+    params = se.suggest(running, space)
+    reopened = _study(tmp_path, space)
+    assert se.recover(reopened) == [running.number]
+    frozen = reopened.trials[running.number]
+    assert frozen.state == TrialState.FAIL
+    assert frozen.user_attrs["state"] == "interrupted"
+    assert se.recover(reopened) == []  # queued once, not twice
+    retry = reopened.ask()
+    assert retry.user_attrs == {"retry_of": running.number}
+    assert se.suggest(retry, space) == params
+    reopened.tell(retry, 90.0)
+    # A failure that recorded no outcome (Ctrl-C between two statements) counts the same.
+    lost = reopened.ask()
+    se.suggest(lost, space)
+    reopened.tell(lost, state=TrialState.FAIL)
+    assert se.recover(reopened) == [lost.number]
+
+
+def test_done_keys_count_finished_trials_only(tmp_path: Path) -> None:
+    space = _space()
+    study = _study(tmp_path, space)
+    _finish(study, space, "ok")
+    _finish(study, space, "crashed")
+    _finish(study, space, "interrupted")
+    _finish(study, space, "duplicate")
+    finished = [t for t in study.trials if t.user_attrs["state"] in ("ok", "crashed")]
+    assert se.done_keys(study) == {se.params_key(t.params) for t in finished}
+
+
+def test_small_spaces_are_searched_exhaustively_large_ones_with_tpe() -> None:
+    small = se.make_sampler(_space(), max_trials=None, seed=0)
+    assert isinstance(small, optuna.samplers.BruteForceSampler)
+    big = se.plan_space(Platform(kind="rocm", torch="2.13.0+rocm7.2", hip="7.2.53211"),
+                        BenchSpec(), {}, space="full")
+    assert big.size() > 1000
+    assert isinstance(se.make_sampler(big, max_trials=40, seed=0), optuna.samplers.TPESampler)
+
+
+def test_study_name_is_stable_and_follows_the_space() -> None:
+    one = se.study_name(SPEC, _space(), CPU, keep_precision=False)
+    assert one == se.study_name(SPEC, _space(), CPU, keep_precision=False)
+    assert one.startswith("tinycnn-") and len(one) == len("tinycnn-") + 10
+    assert one != se.study_name(SPEC, _space("channels_last"), CPU, keep_precision=False)
+    assert se.study_name(BenchSpec(model="my.pkg:make model"), _space(), CPU, False) \
+        .startswith("my.pkg-make-model-")
+
+
+def test_cache_dir_respects_xdg() -> None:
+    assert se.cache_dir({"XDG_CACHE_HOME": "/x"}) == "/x/rocmdoctor/tune"
+    assert se.cache_dir({"HOME": "/home/u"}) == "/home/u/.cache/rocmdoctor/tune"
+    assert se.default_storage({"HOME": "/home/u"}, "s") == \
+        "sqlite:////home/u/.cache/rocmdoctor/tune/s.db"
+
+
+def test_window_pruner_stops_only_clearly_slower_trials() -> None:
+    reported: list[tuple[float, int]] = []
+    pruner = se.WindowPruner(100.0, report=lambda v, i: reported.append((v, i)))
+    assert [pruner(i, v) for i, v in enumerate([30.0, 40.0, 45.0])] == [True, True, False]
+    assert reported == [(30.0, 0), (40.0, 1), (45.0, 2)]
+    steady = se.WindowPruner(100.0)
+    assert [steady(i, v) for i, v in enumerate([30.0, 55.0, 40.0, 20.0])] == [True] * 4
+    assert se.WindowPruner(None)(5, 1.0) is True  # nothing to compare with yet

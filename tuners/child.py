@@ -1,0 +1,233 @@
+"""Parent side of a benchmark trial: run the worker in a child process and classify the end.
+
+A trial is an environment patch plus a spec, run as `python -m rocmdoctor.tuners.worker` with
+its own `env=` (allocator, MIOpen and TunableOp variables are read once at process start, so a
+fresh process per trial is the only honest way to vary them). The parent's os.environ is never
+touched. A crash, hang, out-of-memory or prune is a recorded state with the tail of stderr,
+never an exception (the pattern of optuna's `_run_trial`).
+
+Wire protocol (worker -> parent): JSON objects, one per line, on the child's stdout:
+  {"event": "start", ...}                       device and model chosen
+  {"event": "warmup", "step": i, "of": n, "step_s": x}
+  {"event": "window", "index": i, "of": n, "samples_per_s": x, "unit": "images"}
+  {"event": "result", "result": {...}}           schema "rocmdoctor.bench/1", then exit 0
+  {"event": "oom", "message": "...", "batch_size": b}       then exit 3
+  {"event": "error", "message": "..."}           bad spec or no GPU, then exit 2
+Anything else on stdout is ignored; the worker sends stray prints to stderr.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import IO, Any, Callable, Optional
+
+from rocmdoctor.tuners.spec import BenchSpec
+
+STATES = ("ok", "oom", "crashed", "timeout", "pruned", "error")
+STDERR_TAIL_LINES = 40
+_EMPTY: Mapping[str, str] = {}
+
+
+@dataclass(frozen=True)
+class TrialOutcome:
+    """How one benchmark child ended. `result` is the bench result dict when state is "ok"."""
+
+    state: str  # one of STATES
+    result: Optional[dict[str, Any]]
+    message: str  # one line for the user
+    stderr_tail: str  # the last STDERR_TAIL_LINES lines of the child's stderr
+    returncode: Optional[int]
+    wall_s: float
+
+
+def worker_argv(python: Optional[str] = None) -> list[str]:
+    return [python or sys.executable, "-m", "rocmdoctor.tuners.worker"]
+
+
+def run_bench_child(
+    spec: BenchSpec,
+    env_patch: Mapping[str, str] = _EMPTY,
+    timeout_s: float = 600.0,
+    on_window: Optional[Callable[[int, float], bool]] = None,
+    python: Optional[str] = None,
+    cwd: Optional[str] = None,
+    on_event: Optional[Callable[[dict[str, Any]], None]] = None,
+) -> TrialOutcome:
+    """Run one benchmark in a child process and return how it ended.
+
+    `on_window(index, samples_per_s)` is called live for each measured window; returning
+    False kills the child (state "pruned"). `on_event` sees every protocol event (progress
+    display). Past `timeout_s` the child's whole process group is killed (state "timeout").
+    """
+    start = time.monotonic()
+    problems = spec.problems()
+    if problems:
+        return TrialOutcome("error", None, "; ".join(problems), "", None, 0.0)
+    env = {**os.environ, **env_patch}
+    env["PYTHONUNBUFFERED"] = "1"
+    try:
+        proc = subprocess.Popen(
+            worker_argv(python), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, env=env, cwd=cwd, start_new_session=True,
+            text=True, encoding="utf-8", errors="replace",
+        )
+    except OSError as exc:
+        return TrialOutcome("error", None, f"cannot start {worker_argv(python)[0]}: "
+                            f"{exc.strerror or exc}", "", None, time.monotonic() - start)
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
+    lines: queue.Queue[Optional[str]] = queue.Queue()
+    readers = [
+        threading.Thread(target=_pump, args=(proc.stdout, lines.put), daemon=True),
+        threading.Thread(target=_pump, args=(proc.stderr, _tail_sink(tail)), daemon=True),
+    ]
+    for reader in readers:
+        reader.start()
+    try:
+        proc.stdin.write(json.dumps(spec.to_dict()))
+        proc.stdin.close()
+    except OSError:
+        pass  # the child died before reading its spec; its exit status tells why
+
+    try:
+        final, ended_by = _follow(lines, start + timeout_s, on_window, on_event)
+    except BaseException:  # Ctrl-C or a failing callback: never leave the child running
+        _kill_group(proc)
+        proc.wait()
+        raise
+    deadline = start + timeout_s
+    if ended_by:
+        _kill_group(proc)
+    exit_hung = False
+    try:
+        returncode: Optional[int] = proc.wait(timeout=max(5.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)  # closed stdout but never exited
+        returncode = proc.wait()
+        exit_hung = True
+        if final is None or final.get("event") != "result":
+            ended_by = ended_by or "timeout"
+    for reader in readers:
+        reader.join(timeout=2.0)
+    wall = time.monotonic() - start
+    stderr_tail = "\n".join(tail)
+    state, result, message = _classify(spec, final, ended_by, returncode, stderr_tail, timeout_s,
+                                       exit_hung)
+    return TrialOutcome(state, result, message, stderr_tail, returncode, wall)
+
+
+def _follow(
+    lines: queue.Queue[Optional[str]], deadline: float,
+    on_window: Optional[Callable[[int, float], bool]],
+    on_event: Optional[Callable[[dict[str, Any]], None]],
+) -> tuple[Optional[dict[str, Any]], str]:
+    """Read events until stdout closes; returns the final event and "", "timeout" or
+    "pruned"."""
+    final: Optional[dict[str, Any]] = None
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return final, "timeout"
+        try:
+            line = lines.get(timeout=remaining)
+        except queue.Empty:
+            return final, "timeout"
+        if line is None:  # stdout closed: the child is exiting
+            return final, ""
+        event = _parse_event(line)
+        if event is None:
+            continue
+        if on_event is not None:
+            on_event(event)
+        kind = event.get("event")
+        if kind == "window" and on_window is not None:
+            index = int(event.get("index", 0))
+            if not on_window(index, float(event.get("samples_per_s", 0.0))):
+                return {"event": "pruned", "index": index}, "pruned"
+        elif kind in ("result", "oom", "error"):
+            final = event
+
+
+def _classify(
+    spec: BenchSpec, final: Optional[dict[str, Any]], ended_by: str,
+    returncode: Optional[int], stderr_tail: str, timeout_s: float, exit_hung: bool = False,
+) -> tuple[str, Optional[dict[str, Any]], str]:
+    if ended_by == "pruned":
+        window = int(final.get("index", 0)) + 1 if final else 0
+        return "pruned", None, f"stopped by the caller after measured window {window}"
+    if ended_by == "timeout":
+        return "timeout", None, f"no result within {timeout_s:g} s; the child was killed"
+    kind = final.get("event") if final else None
+    if final is not None and kind == "result" and (returncode == 0 or exit_hung):
+        result = final.get("result")
+        if isinstance(result, dict):
+            # A GPU process that hangs while exiting still measured correctly; say so.
+            note = "; the process hung at exit and was killed" if exit_hung else ""
+            return "ok", result, _ok_message(result) + note
+    if final is not None and kind == "oom":
+        batch = final.get("batch_size", spec.batch_size)
+        return "oom", None, f"out of memory at batch {batch}"
+    if final is not None and kind == "error":
+        return "error", None, str(final.get("message", "the worker reported an error"))
+    if returncode is not None and returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        return "crashed", None, f"the benchmark process was killed by {name}"
+    last = next((ln for ln in reversed(stderr_tail.splitlines()) if ln.strip()), "")
+    detail = f": {last.strip()}" if last else ""
+    return "crashed", None, f"the benchmark process exited with code {returncode}{detail}"
+
+
+def _ok_message(result: Mapping[str, Any]) -> str:
+    metrics = result.get("metrics") or {}
+    tput = (metrics.get("throughput") or {}).get("median")
+    unit = metrics.get("unit", "samples")
+    return f"{tput:,.1f} {unit}/s" if isinstance(tput, (int, float)) else "finished"
+
+
+def _parse_event(line: str) -> Optional[dict[str, Any]]:
+    line = line.strip()
+    if not line.startswith("{"):
+        return None
+    try:
+        event = json.loads(line)
+    except ValueError:
+        return None
+    return event if isinstance(event, dict) and isinstance(event.get("event"), str) else None
+
+
+def _pump(stream: IO[str], sink: Callable[[Optional[str]], Any]) -> None:
+    try:
+        for line in stream:
+            sink(line)
+    except (OSError, ValueError):
+        pass
+    sink(None)
+
+
+def _tail_sink(tail: collections.deque[str]) -> Callable[[Optional[str]], None]:
+    def sink(line: Optional[str]) -> None:
+        if line is not None:
+            tail.append(line.rstrip("\n")[:2000])
+
+    return sink
+
+
+def _kill_group(proc: subprocess.Popen[str]) -> None:
+    """SIGKILL the child's whole session: a hung GPU process may ignore SIGTERM."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass

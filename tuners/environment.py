@@ -1,0 +1,139 @@
+"""The run-time environment of a benchmark: settings applied, device facts, knob variables.
+
+Runs in the benchmark worker (functions take the imported torch module as an argument, so
+importing this module does not import torch).
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+from typing import Any, Callable, Optional
+
+from rocmdoctor.redact import looks_secret
+from rocmdoctor.tuners.spec import BenchSpec
+
+# Environment variables recorded with every result: the GPU runtime's knobs.
+KNOB_PREFIXES = (
+    "PYTORCH_", "MIOPEN_", "HIP_", "HSA_", "ROCR_", "ROCBLAS_", "HIPBLASLT_", "TORCH_",
+    "TORCHINDUCTOR_", "TRITON_", "CUDA_", "CUBLAS", "CUDNN_", "NVIDIA_TF32", "NCCL_", "AMD_",
+    "OMP_", "MKL_", "KMP_", "GPU_MAX_HW_QUEUES",
+)
+
+
+def apply_settings(torch: Any, spec: BenchSpec) -> tuple[dict[str, Any], dict[str, str]]:
+    """Apply precision-implied TF32 and then spec.settings; return applied and unsupported."""
+    applied: dict[str, Any] = {}
+    unsupported: dict[str, str] = {}
+    if spec.precision in ("fp32", "tf32"):  # fp32 means strict FP32: TF32 off for both
+        tf32 = spec.precision == "tf32"
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        torch.backends.cudnn.allow_tf32 = tf32
+    for key, value in spec.settings.items():
+        if key == "tf32":
+            torch.backends.cuda.matmul.allow_tf32 = value
+            torch.backends.cudnn.allow_tf32 = value
+        elif key == "cudnn_benchmark":
+            torch.backends.cudnn.benchmark = value
+        elif key == "cudnn_enabled":
+            torch.backends.cudnn.enabled = value
+        elif key == "deterministic":
+            torch.backends.cudnn.deterministic = value
+        elif key == "miopen_immediate":
+            if not hasattr(getattr(torch.backends, "miopen", None), "immediate"):
+                unsupported[key] = f"torch {torch.__version__} has no backends.miopen.immediate"
+                continue
+            torch.backends.miopen.immediate = value
+        elif key == "matmul_precision":
+            torch.set_float32_matmul_precision(value)
+        elif key == "preferred_blas":
+            try:
+                torch.backends.cuda.preferred_blas_library(value)
+            except (RuntimeError, AttributeError) as exc:
+                unsupported[key] = str(exc).strip().splitlines()[0][:200]
+                continue
+        elif key == "num_threads":
+            torch.set_num_threads(value)
+        # compile_mode and seed are read where they are used
+        applied[key] = value
+    return applied, unsupported
+
+
+def effective_flags(torch: Any) -> dict[str, Any]:
+    miopen = getattr(torch.backends, "miopen", None)
+    return {
+        "cudnn.benchmark": torch.backends.cudnn.benchmark,
+        "cudnn.enabled": torch.backends.cudnn.enabled,
+        "cudnn.allow_tf32": torch.backends.cudnn.allow_tf32,
+        "matmul.allow_tf32": torch.backends.cuda.matmul.allow_tf32,
+        "float32_matmul_precision": torch.get_float32_matmul_precision(),
+        "miopen.immediate": getattr(miopen, "immediate", None) if miopen else None,
+        "num_threads": torch.get_num_threads(),
+    }
+
+
+def knob_env() -> dict[str, str]:
+    return {k: v for k, v in sorted(os.environ.items())
+            if k.startswith(KNOB_PREFIXES) and not looks_secret(k, v)}
+
+
+def device_info(torch: Any, device: Any) -> dict[str, Any]:
+    info: dict[str, Any] = {
+        "device": device.type, "torch": torch.__version__, "hip": torch.version.hip,
+        "cuda": torch.version.cuda, "python": platform.python_version(),
+        "cpu": _cpu_name(), "cpu_count": os.cpu_count(), "vendor": "cpu", "name": _cpu_name(),
+        "arch": None, "total_memory_bytes": None, "driver": None, "dnn_library": None,
+    }
+    try:
+        import torchvision
+
+        info["torchvision"] = torchvision.__version__
+    except Exception:  # noqa: BLE001
+        info["torchvision"] = None
+    if device.type != "cuda":
+        return info
+    props = torch.cuda.get_device_properties(device)
+    rocm = bool(torch.version.hip)
+    info.update(
+        vendor="amd" if rocm else "nvidia", name=props.name,
+        arch=getattr(props, "gcnArchName", None) if rocm else f"sm_{props.major}{props.minor}",
+        total_memory_bytes=props.total_memory, uuid=str(getattr(props, "uuid", "") or "") or None,
+        compute_units=props.multi_processor_count,
+        dnn_library=(("MIOpen " if rocm else "cuDNN ") + str(torch.backends.cudnn.version())),
+    )
+    bus = [getattr(props, f"pci_{k}_id", None) for k in ("domain", "bus", "device")]
+    if all(isinstance(v, int) for v in bus):
+        info["pci_bus"] = f"{bus[0]:04x}:{bus[1]:02x}:{bus[2]:02x}.0"
+    info["driver"] = _driver_version(rocm)
+    return info
+
+
+def _cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _driver_version(rocm: bool) -> Optional[str]:
+    path = "/sys/module/amdgpu/version" if rocm else "/proc/driver/nvidia/version"
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read().strip()
+    except OSError:
+        return f"in-kernel amdgpu ({platform.release()})" if rocm else None
+    if rocm:
+        return text
+    for word in text.split():
+        if word.count(".") >= 1 and word.replace(".", "").isdigit():
+            return word
+    return text.splitlines()[0][:120] if text else None
+
+
+def amdsmi_handle(torch: Any, device: Any) -> Optional[Callable[[], Any]]:
+    getter = getattr(torch.cuda, "_get_amdsmi_handler", None)  # maps HIP index -> amdsmi
+    return (lambda: getter(device)) if getter is not None and torch.version.hip else None

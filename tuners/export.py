@@ -1,0 +1,212 @@
+"""Renderers of a tune result (schema rocmdoctor.tune/1): how to apply the winner, the
+`--export` file that `source` applies, the `--output` JSON and the terminal summary.
+
+All are pure functions of the result dict, like `rocmdoctor check`'s renderers.
+Check an export by hand: `bash -c 'set -e; source best.env; env | grep -E "MIOPEN|PYTORCH"'`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from collections.abc import Mapping, Sequence
+from typing import Any, Optional
+
+from rocmdoctor.tuners.spec import BenchSpec
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+NOT_EXPORTED = ("ROCMDOCTOR_TEST_FAULT",)
+
+# Code-level knobs: the lines a training script needs ({device} is "cuda" on ROCm too: the
+# HIP build reuses the torch.cuda interfaces, https://docs.pytorch.org/docs/stable/notes/hip.html).
+CODE_LINES: dict[tuple[str, str], tuple[str, ...]] = {
+    ("precision", "bf16"): ("with torch.autocast('{device}', dtype=torch.bfloat16):"
+                           "  # around forward + loss",),
+    ("precision", "fp16"): ("scaler = torch.amp.GradScaler('{device}')",
+                           "with torch.autocast('{device}', dtype=torch.float16):"
+                           "  # around forward + loss",
+                           "scaler.scale(loss).backward(); scaler.step(optimizer); "
+                           "scaler.update()"),
+    ("precision", "tf32"): ("torch.backends.cuda.matmul.allow_tf32 = True",
+                           "torch.backends.cudnn.allow_tf32 = True"),
+    ("precision", "fp32"): ("# no autocast, and TF32 off:",
+                           "torch.backends.cuda.matmul.allow_tf32 = False",
+                           "torch.backends.cudnn.allow_tf32 = False"),
+    ("channels_last", "on"): ("model = model.to(memory_format=torch.channels_last)",
+                              "images = images.to(memory_format=torch.channels_last)"
+                              "  # every batch"),
+    ("channels_last", "off"): ("# keep the default (contiguous NCHW) memory format",),
+    ("compile", "on"): ("model = torch.compile(model)",),
+    ("compile", "off"): ("# train without torch.compile",),
+    ("cudnn_benchmark", "on"): ("torch.backends.cudnn.benchmark = True",),
+    ("cudnn_benchmark", "off"): ("torch.backends.cudnn.benchmark = False",),
+    ("miopen_immediate", "on"): ("torch.backends.miopen.immediate = True  # torch >= 2.9",),
+}
+
+
+def how_to_apply(space: Mapping[str, Any], params: Mapping[str, str],
+                 trial_env: Mapping[str, str], platform_kind: str, spec: BenchSpec
+                 ) -> dict[str, Any]:
+    """Environment variables, Python lines and notes that reproduce a trial's settings."""
+    knobs = {k["name"]: k for k in space.get("knobs", [])}
+    env = {k: v for k, v in trial_env.items() if k not in NOT_EXPORTED}
+    python: list[str] = []
+    notes: list[str] = []
+    device = "cpu" if platform_kind == "cpu" else "cuda"
+    for name, label in params.items():
+        knob = knobs.get(name)
+        if knob is None or label == knob["baseline"]:
+            continue
+        if name == "tunableop" and label == "on":
+            env["PYTORCH_TUNABLEOP_ENABLED"] = "1"
+            notes.append("TunableOp replays the tuned GEMMs in PYTORCH_TUNABLEOP_FILENAME; new "
+                         "shapes are tuned on first use")
+        for line in CODE_LINES.get((name, label), ()):
+            python.append(line.format(device=device))
+        if name == "batch_size":
+            notes.append(f"batch size {label} instead of {spec.batch_size}: scale the learning "
+                         "rate with it")
+        if knob.get("changes_numerics"):
+            notes.append(f"{name} {knob['baseline']} -> {label} changes numerics: check that "
+                         "the model still converges")
+    if any(k.startswith("MIOPEN_") and k.endswith(("_PATH", "_DIR")) for k in env):
+        notes.append("MIOPEN_USER_DB_PATH and MIOPEN_CUSTOM_CACHE_DIR point at the databases "
+                     "this trial tuned; they stay valid for this MIOpen version and GPU")
+    return {"env": env, "python": python, "notes": notes}
+
+
+def env_file_text(result: Mapping[str, Any]) -> str:
+    """A file `source` applies: export lines, with code-level settings as comments."""
+    w = result["workload"]
+    head = (f"# rocmdoctor tune {result.get('tool_version', '')}: {w['model']}, batch "
+            f"{w['batch_size']}, {w['precision']}, on {result['platform'].get('device') or '?'}"
+            f" ({result.get('created_at', '')})")
+    verdict = result["verdict"]
+    apply = result.get("apply")
+    if not verdict["winner"] or not apply:
+        return "\n".join([head, f"# {verdict['summary']}.",
+                          "# Nothing to apply: keep your current settings.", ""])
+    best = verdict["best_overall"]
+    lines = [head, f"# Trial {best['trial']}: {_pct(best['speedup'])} throughput over your "
+             f"settings (95 % interval {_pct(best['low'])} to {_pct(best['high'])}).",
+             "# Apply: source this file, then start training from the same shell.", ""]
+    for name, value in sorted(apply["env"].items()):
+        if not _NAME.match(name):
+            raise ValueError(f"not an environment variable name: {name!r}")
+        lines.append(f"export {name}={shlex.quote(str(value))}")
+    if apply["python"]:
+        lines += ["", "# Code-level settings: an environment file cannot set these; put them "
+                      "in your training script:"]
+        lines += [f"#   {line}" for line in apply["python"]]
+    if apply["notes"]:
+        lines += [""] + [f"# Note: {note}" for note in apply["notes"]]
+    return "\n".join(lines) + "\n"
+
+
+def json_text(result: Mapping[str, Any]) -> str:
+    return json.dumps(result, indent=2, sort_keys=False, default=str) + "\n"
+
+
+def _pct(ratio: Optional[float]) -> str:
+    return "?" if ratio is None else f"{ratio - 1:+.1%}"
+
+
+def _rate(value: Optional[float], unit: Optional[str]) -> str:
+    return "-" if value is None else f"{value:,.1f} {unit or 'samples'}/s"
+
+
+def _bytes(value: Optional[float]) -> str:
+    if value is None:
+        return "-"
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{value:.1f} {unit}" if unit != "B" else f"{value:.0f} B"
+        value /= 1024
+    return "-"
+
+
+def _secs(value: Optional[float]) -> str:
+    return "-" if value is None else f"{value:.1f} s"
+
+
+def _changes(changes: Mapping[str, str], knobs: Mapping[str, Mapping[str, Any]]) -> str:
+    if not changes:
+        return "your settings"
+    return ", ".join(f"{k} {knobs[k]['baseline']} -> {v}" if k in knobs else f"{k}={v}"
+                     for k, v in changes.items())
+
+
+def _duration(seconds: float) -> str:
+    minutes, secs = divmod(int(seconds), 60)
+    return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
+
+
+def render_summary(result: Mapping[str, Any], outputs: Sequence[str] = ()) -> str:
+    """The end-of-tune report for the terminal (plain text, no colour)."""
+    w, p = result["workload"], result["platform"]
+    knobs = {k["name"]: k for k in result["space"]["knobs"]}
+    trials = result["trials"]
+    counted = [t for t in trials if t["state"] not in ("duplicate", "interrupted")]
+    states: dict[str, int] = {}
+    for t in counted:
+        states[t["state"]] = states.get(t["state"], 0) + 1
+    versions = ", ".join(x for x in (
+        f"ROCm {p['hip']}" if p.get("hip") else "", f"CUDA {p['cuda']}" if p.get("cuda") else "",
+        f"torch {p['torch']}" if p.get("torch") else "") if x)
+    out = [f"rocmdoctor tune: {w['model']}, batch {w['batch_size']}, {w['precision']} on "
+           f"{p.get('device') or p['kind']} ({versions})",
+           f"study {result['study']['name']}: {len(counted)} trials ("
+           + ", ".join(f"{n} {s}" for s, n in sorted(states.items())) + f") in "
+           f"{_duration(result['elapsed_s'])}", ""]
+    base = result.get("baseline")
+    unit = (base or {}).get("unit")
+    rows = [("", "throughput", "memory", "one-time", "speed-up (95 % interval)")]
+    if base:
+        rows.append(("your settings", _rate(base["throughput"], unit),
+                     _bytes(base["memory_bytes"]), _secs(base["one_time_s"]), "1.000"))
+    by_number = {t["number"]: t for t in trials}
+    for cand in result["confirmation"]["candidates"]:
+        t = by_number[cand["trial"]]
+        interval = "" if cand["low"] is None else f" ({_pct(cand['low'])} .. {_pct(cand['high'])})"
+        mark = " *" if cand["winner"] else ""
+        rows.append((f"trial {cand['trial']}{mark}", _rate(t["throughput"], unit),
+                     _bytes(t["memory_bytes"]), _secs(t["one_time_s"]),
+                     (f"{cand['speedup']:.3f}" if cand["speedup"] else "-") + interval))
+    widths = [max(len(r[i]) for r in rows) for i in range(5)]
+    out += ["  " + "  ".join(c.ljust(widths[i]) for i, c in enumerate(r)).rstrip() for r in rows]
+    conf = result["confirmation"]
+    if conf.get("noise_cv") is not None:
+        out.append(f"  (search throughput; speed-ups re-measured interleaved over "
+                   f"{conf['rounds']} rounds, run-to-run noise {conf['noise_cv']:.1%})")
+    for cand in conf["candidates"]:
+        out.append(f"  trial {cand['trial']}: {_changes(cand['changes'], knobs)}: "
+                   f"{cand['why']}")
+    verdict = result["verdict"]
+    out += ["", f"verdict: {verdict['summary']}"]
+    same = verdict.get("best_same_precision")
+    best = verdict.get("best_overall")
+    if best and same and same["trial"] != best["trial"]:
+        out.append(f"  best that keeps {verdict['precision']}: trial {same['trial']} "
+                   f"({_pct(same['speedup'])})")
+    elif best and not same:
+        out.append(f"  no confirmed win keeps {verdict['precision']}")
+    effects = result["effects"][:8]
+    if effects:
+        out += ["", "knob effects (geometric mean of finished trials with the value vs "
+                    "without):"]
+        width = max(len(f"{e['knob']} = {e['value']}") for e in effects)
+        out += [f"  {e['knob'] + ' = ' + e['value']:<{width}}  {e['effect']:+8.1%}  "
+                f"(n={e['n_with']} vs {e['n_without']})" for e in effects]
+    apply = result.get("apply")
+    if apply:
+        out += ["", "apply:"]
+        out += [f"  export {k}={shlex.quote(str(v))}" for k, v in sorted(apply["env"].items())]
+        out += [f"  {line}" for line in apply["python"]]
+        out += [f"  note: {n}" for n in apply["notes"]]
+    if result["space"]["skipped"]:
+        out += ["", "not searched: " + "; ".join(
+            f"{s['knob']} ({s['reason']})" for s in result["space"]["skipped"])]
+    out += [f"warning: {msg}" for msg in result["warnings"]]
+    out += [f"wrote {path}" for path in outputs]
+    return "\n".join(out) + "\n"

@@ -1,0 +1,217 @@
+"""The `--html` report of a tune: one self-contained page (inline CSS and SVG, no script, no
+network), a pure function of the result dict (schema rocmdoctor.tune/1).
+
+Charts: throughput of each trial over the time of the tune (failed trials on the floor,
+the best-so-far as a step line, your settings as a dashed line), the confirmed speed-ups with
+their 95 % intervals, and the effect of each knob value.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any, Optional
+
+from rocmdoctor.tuners.export import env_file_text
+
+W, H, PAD_L, PAD_R, PAD_T, PAD_B = 860, 300, 70, 20, 20, 40
+COLORS = {"ok": "#2563eb", "pruned": "#9ca3af", "baseline": "#111827", "fail": "#dc2626",
+          "win": "#16a34a", "lose": "#6b7280"}
+CSS = """
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px auto;
+max-width:920px;color:#111827;background:#fff}
+h1{font-size:20px;margin:0 0 4px}h2{font-size:16px;margin:28px 0 8px}
+.sub{color:#4b5563}.verdict{padding:10px 14px;border-radius:6px;margin:16px 0;
+background:#f3f4f6}.verdict.win{background:#dcfce7}
+table{border-collapse:collapse;width:100%;font-size:13px}th,td{text-align:left;
+padding:4px 8px;border-bottom:1px solid #e5e7eb;vertical-align:top}
+td.n{text-align:right;font-variant-numeric:tabular-nums}pre{background:#f9fafb;
+padding:10px;overflow-x:auto;font-size:12px;border:1px solid #e5e7eb}
+svg text{font:11px system-ui,sans-serif;fill:#374151}.muted{color:#6b7280}
+"""
+
+
+def _e(value: Any) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _nice_max(value: float) -> float:
+    if value <= 0:
+        return 1.0
+    exp = 10 ** math.floor(math.log10(value))
+    for step in (1, 2, 2.5, 5, 10):
+        if step * exp >= value:
+            return step * exp
+    return 10 * exp
+
+
+def _axes(y_max: float, y_label: str, x_label: str, x_max: float) -> list[str]:
+    parts = []
+    for i in range(5):
+        y = PAD_T + (H - PAD_T - PAD_B) * i / 4
+        value = y_max * (4 - i) / 4
+        parts.append(f'<line x1="{PAD_L}" y1="{y:.1f}" x2="{W - PAD_R}" y2="{y:.1f}" '
+                     'stroke="#e5e7eb"/>')
+        parts.append(f'<text x="{PAD_L - 6}" y="{y + 4:.1f}" text-anchor="end">'
+                     f'{value:,.0f}</text>')
+    for i in range(5):
+        x = PAD_L + (W - PAD_L - PAD_R) * i / 4
+        parts.append(f'<text x="{x:.1f}" y="{H - PAD_B + 16}" text-anchor="middle">'
+                     f'{x_max * i / 4:.1f}</text>')
+    parts.append(f'<text x="{(W + PAD_L) / 2:.0f}" y="{H - 6}" text-anchor="middle">'
+                 f'{_e(x_label)}</text>')
+    parts.append(f'<text x="14" y="{(H - PAD_B) / 2:.0f}" transform="rotate(-90 14 '
+                 f'{(H - PAD_B) / 2:.0f})" text-anchor="middle">{_e(y_label)}</text>')
+    return parts
+
+
+def trials_chart(trials: Sequence[Mapping[str, Any]], baseline: Optional[float],
+                 unit: str) -> str:
+    """Throughput of each trial against minutes since the tune began."""
+    timed = [t for t in trials if t.get("started_at") is not None
+             and t["state"] not in ("duplicate",)]
+    if not timed:
+        return '<p class="muted">No trial ran.</p>'
+    t0 = min(t["started_at"] for t in timed)
+    x_max = max(0.1, max((t["started_at"] - t0) / 60 for t in timed)) * 1.05
+    values = [t["throughput"] for t in timed if t.get("throughput")]
+    y_max = _nice_max(max(values + ([baseline] if baseline else []) + [1.0]) * 1.08)
+
+    def xy(minutes: float, value: float) -> tuple[float, float]:
+        x = PAD_L + (W - PAD_L - PAD_R) * minutes / x_max
+        y = PAD_T + (H - PAD_T - PAD_B) * (1 - value / y_max)
+        return x, y
+
+    parts = [f'<svg viewBox="0 0 {W} {H}" width="100%" role="img" '
+             'aria-label="throughput of each trial over time">']
+    parts += _axes(y_max, f"{unit}/s", "minutes since the tune began", x_max)
+    if baseline:
+        _, y = xy(0, baseline)
+        parts.append(f'<line x1="{PAD_L}" y1="{y:.1f}" x2="{W - PAD_R}" y2="{y:.1f}" '
+                     f'stroke="{COLORS["baseline"]}" stroke-dasharray="6 4"/>')
+        parts.append(f'<text x="{PAD_L + 4}" y="{y - 5:.1f}">your settings</text>')
+    best, steps = 0.0, []
+    for t in sorted(timed, key=lambda t: t["started_at"]):
+        minutes = (t["started_at"] - t0) / 60
+        if t["state"] == "ok" and t.get("throughput"):
+            best = max(best, t["throughput"])
+        if best:
+            steps.append(xy(minutes, best))
+    if len(steps) > 1:
+        path = f"M{steps[0][0]:.1f} {steps[0][1]:.1f}" + "".join(
+            f" H{x:.1f} V{y:.1f}" for x, y in steps[1:])
+        parts.append(f'<path d="{path}" fill="none" stroke="{COLORS["win"]}" '
+                     'stroke-width="1.5"/>')
+    for t in timed:
+        minutes = (t["started_at"] - t0) / 60
+        tip = _e(f"trial {t['number']}: {t['state']} "
+                 + (f"{t['throughput']:,.1f} {unit}/s" if t.get("throughput") else
+                    t.get("message", "")))
+        if t["state"] == "ok" and t.get("throughput"):
+            x, y = xy(minutes, t["throughput"])
+            parts.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="5" fill="{COLORS["ok"]}">'
+                         f'<title>{tip}</title></circle>')
+            parts.append(f'<text x="{x + 7:.1f}" y="{y - 6:.1f}">{t["number"]}</text>')
+        else:
+            x, y = xy(minutes, 0)
+            color = COLORS["pruned"] if t["state"] == "pruned" else COLORS["fail"]
+            parts.append(f'<path d="M{x - 5:.1f} {y - 11:.1f} l10 10 m0 -10 l-10 10" '
+                         f'stroke="{color}" stroke-width="2"><title>{tip}</title></path>')
+            parts.append(f'<text x="{x + 7:.1f}" y="{y - 12:.1f}">{t["number"]} '
+                         f'{_e(t["state"])}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def bar_chart(rows: Sequence[tuple[str, float, Optional[float], Optional[float], str]],
+              centre: float, fmt: str) -> str:
+    """Horizontal bars from `centre` with optional interval whiskers: (label, value, low,
+    high, colour)."""
+    if not rows:
+        return '<p class="muted">Nothing to show.</p>'
+    row_h, left, right = 24, 260, 20
+    height = row_h * len(rows) + 30
+    span = max(abs(v - centre) for r in rows for v in (r[1], r[2] or r[1], r[3] or r[1]))
+    span = span * 1.15 or 0.01
+    mid = left + (W - left - right) / 2
+
+    def x(value: float) -> float:
+        return mid + (value - centre) / span * (W - left - right) / 2
+
+    parts = [f'<svg viewBox="0 0 {W} {height}" width="100%" role="img">',
+             f'<line x1="{mid:.1f}" y1="4" x2="{mid:.1f}" y2="{height - 24}" stroke="#9ca3af"/>',
+             f'<text x="{mid:.1f}" y="{height - 8}" text-anchor="middle">'
+             f'{_e(fmt.format(centre))}</text>']
+    for i, (label, value, low, high, color) in enumerate(rows):
+        y = 6 + i * row_h
+        x0, x1 = sorted((x(centre), x(value)))
+        parts.append(f'<text x="{left - 8}" y="{y + 14}" text-anchor="end">{_e(label)}</text>')
+        parts.append(f'<rect x="{x0:.1f}" y="{y + 3}" width="{max(x1 - x0, 1):.1f}" '
+                     f'height="{row_h - 8}" fill="{color}" opacity="0.8"/>')
+        if low is not None and high is not None:
+            parts.append(f'<line x1="{x(low):.1f}" y1="{y + row_h / 2:.1f}" x2="{x(high):.1f}"'
+                         f' y2="{y + row_h / 2:.1f}" stroke="#111827" stroke-width="1.5"/>')
+        parts.append(f'<text x="{max(x1, x(high or value)) + 6:.1f}" y="{y + 14}">'
+                     f'{_e(fmt.format(value))}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _fmt(value: Optional[float], pattern: str = "{:,.1f}") -> str:
+    return "-" if value is None else pattern.format(value)
+
+
+def render_html(result: Mapping[str, Any]) -> str:
+    w, p, verdict = result["workload"], result["platform"], result["verdict"]
+    base = result.get("baseline") or {}
+    unit = base.get("unit") or next((t["unit"] for t in result["trials"] if t.get("unit")),
+                                    "samples")
+    knobs = {k["name"]: k for k in result["space"]["knobs"]}
+    cands = result["confirmation"]["candidates"]
+    speed_rows = [(f"trial {c['trial']}: " + (", ".join(f"{k}={v}" for k, v in
+                                                        c["changes"].items()) or "-"),
+                   c["speedup"], c["low"], c["high"],
+                   COLORS["win"] if c["winner"] else COLORS["lose"])
+                  for c in cands if c["speedup"] is not None]
+    effect_rows = [(f"{e['knob']} = {e['value']}", e["effect"], None, None,
+                    COLORS["win"] if e["effect"] >= 0 else COLORS["fail"])
+                   for e in result["effects"][:16]]
+    rows = []
+    for t in result["trials"]:
+        changes = ", ".join(f"{k}={v}" for k, v in t["params"].items()
+                            if k in knobs and knobs[k]["baseline"] != v) or "your settings"
+        rows.append(f"<tr><td class=n>{t['number']}</td><td>{_e(changes)}</td>"
+                    f"<td>{_e(t['state'])}</td><td class=n>{_fmt(t['throughput'])}</td>"
+                    f"<td class=n>{_fmt(t['one_time_s'], '{:.1f} s')}</td>"
+                    f"<td class=muted>{_e((t['message'] or '')[:160])}</td></tr>")
+    skipped = "".join(f"<li><b>{_e(s['knob'])}</b>: {_e(s['reason'])}</li>"
+                      for s in result["space"]["skipped"])
+    warnings = "".join(f"<li>{_e(m)}</li>" for m in result["warnings"])
+    noise = result["confirmation"].get("noise_cv")
+    title = f"rocmdoctor tune: {w['model']} on {p.get('device') or p['kind']}"
+    stack = f"ROCm {p['hip']}" if p.get("hip") else f"CUDA {p['cuda']}" if p.get("cuda") else ""
+    sub = " · ".join(x for x in (
+        f"batch {w['batch_size']}, {w['precision']}", f"torch {p.get('torch')}", stack,
+        f"study {result['study']['name']} ({result['study']['sampler']})",
+        str(result["created_at"])) if x)
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{_e(title)}</title>
+<meta name="viewport" content="width=device-width, initial-scale=1"><style>{CSS}</style></head>
+<body><h1>{_e(title)}</h1>
+<div class=sub>{_e(sub)}</div>
+<div class="verdict{' win' if verdict['winner'] else ''}"><b>Verdict:</b>
+{_e(verdict['summary'])}</div>
+<h2>Throughput of each trial</h2>{trials_chart(result['trials'], base.get('throughput'), unit)}
+<h2>Confirmed speed-up over your settings (95 % interval)</h2>
+<p class=sub>Re-measured interleaved over {_e(result['confirmation'].get('rounds', 0))} rounds;
+run-to-run noise {_fmt(noise, '{:.1%}')}.</p>{bar_chart(speed_rows, 1.0, '{:.3f}')}
+<h2>Knob effects</h2><p class=sub>Geometric-mean throughput of finished trials with each value
+against those without it.</p>{bar_chart(effect_rows, 0.0, '{:+.1%}')}
+<h2>How to apply</h2><pre>{_e(env_file_text(result))}</pre>
+<h2>Trials</h2><table><tr><th>#</th><th>changes</th><th>state</th><th>{_e(unit)}/s</th>
+<th>one-time</th><th>message</th></tr>{''.join(rows)}</table>
+<h2>Not searched</h2><ul>{skipped or '<li>none</li>'}</ul>
+{'<h2>Warnings</h2><ul>' + warnings + '</ul>' if warnings else ''}
+</body></html>
+"""

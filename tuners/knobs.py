@@ -1,0 +1,385 @@
+"""The knobs `rocmdoctor tune` may search, as data.
+
+Each knob says what it changes, its choices (the first one is "as you have it now"), the
+platforms and versions where it acts, which model operations it touches, and the document that
+justifies it. `rocmdoctor.tuners.search` reads this table; it holds no rule of its own.
+
+Kinds of knob:
+  env        environment variables, read once when the runtime starts (each trial is a fresh
+             process, so the parent's environment never changes)
+  alloc      one option of the caching allocator's configuration variable
+  setting    a run-time switch the benchmark worker sets (BenchSpec.settings)
+  spec       a code-level field of the BenchSpec (precision, channels_last, compile, batch size)
+  tunableop  PyTorch TunableOp: a tuning run writes a results file, the measured run replays it
+
+Verify a knob by hand: run the same benchmark twice, e.g.
+  rocmdoctor bench --model resnet50 ; MIOPEN_FIND_MODE=FAST rocmdoctor bench --model resnet50
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from packaging.version import InvalidVersion, Version
+
+from rocmdoctor.kb.debug_vars import DEBUG_VARS, level
+
+ENV = "env"
+ALLOC = "alloc"
+SETTING = "setting"
+SPEC = "spec"
+TUNABLEOP = "tunableop"
+DEFAULT = "default"
+SPACES = ("default", "env", "full")
+PLATFORMS = ("rocm", "cuda", "cpu")
+
+# Sources (original documents; /work/shared/research/knobs.md summarises them).
+ALLOC_DOC = ("https://docs.pytorch.org/docs/stable/notes/cuda.html"
+             "#optimizing-memory-usage-with-pytorch-cuda-alloc-conf")
+ALLOC_ROCM = "https://github.com/pytorch/pytorch/pull/177974"  # gated to ROCm >= 7.0: #179930
+ALLOC_ROCM_ZEROS = "https://github.com/ROCm/legacy-rocm-build/issues/6603"
+ALLOC_SPLIT_GROWTH = "https://github.com/pytorch/pytorch/issues/123548"
+ALLOC_VAR_BUG = "https://github.com/pytorch/pytorch/issues/183387"
+MIOPEN_FIND = ("https://rocm.docs.amd.com/projects/MIOpen/en/latest/how-to/"
+               "find-and-immediate.html")
+ROCM_WORKLOAD = ("https://rocm.docs.amd.com/en/latest/how-to/rocm-for-ai/"
+                 "inference-optimization/workload.html")
+MIOPEN_BENCHMARK = "https://github.com/pytorch/pytorch/pull/145294"
+MIOPEN_IMMEDIATE = "https://github.com/pytorch/pytorch/pull/158951"
+TUNABLEOP_DOC = "https://docs.pytorch.org/docs/stable/cuda.tunable.html"
+ROCR_FLAGS = "https://github.com/ROCm/ROCR-Runtime/blob/master/src/core/util/flag.h"
+MIOPEN_NHWC = "https://github.com/pytorch/pytorch/pull/170780"
+AOTRITON = ("https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/native/transformers/"
+            "cuda/sdp_utils.cpp")
+CUDNN_BENCHMARK = "https://docs.pytorch.org/docs/stable/backends.html#torch.backends.cudnn.benchmark"
+CPU_THREADS = "https://docs.pytorch.org/docs/stable/notes/cpu_threading_torchscript_inference.html"
+CHANNELS_LAST = "https://docs.pytorch.org/tutorials/intermediate/memory_format_tutorial.html"
+AMP = "https://docs.pytorch.org/docs/stable/amp.html"
+TF32 = ("https://docs.pytorch.org/docs/stable/notes/cuda.html"
+        "#tensorfloat-32-tf32-on-ampere-and-later-devices")
+TF32_ROCM = "https://github.com/pytorch/pytorch/blob/main/torch/cuda/__init__.py"
+COMPILE = "https://docs.pytorch.org/docs/stable/generated/torch.compile.html"
+BATCH = ("https://nvlabs.github.io/eccv2020-mixed-precision-tutorial/files/"
+         "szymon_migacz-pytorch-performance-tuning-guide.pdf")
+HSA_OVERRIDE = ("https://github.com/ROCm/ROCT-Thunk-Interface/blob/master/src/topology.c")
+
+
+@dataclass(frozen=True)
+class Knob:
+    """One searchable setting. `choices` are (label, value); the first is the default."""
+
+    name: str
+    title: str
+    kind: str
+    choices: tuple[tuple[str, Any], ...]
+    platforms: tuple[str, ...]
+    spaces: tuple[str, ...]
+    source: str
+    effect: str
+    # platform -> (minimum torch, minimum ROCm/HIP of the torch build or None)
+    min_versions: tuple[tuple[str, str, Optional[str]], ...] = ()
+    uses: tuple[str, ...] = ()  # model operations it acts on; () = any model
+    requires: tuple[tuple[str, str], ...] = ()  # (knob, label) that must hold in the trial
+    changes_numerics: bool = False
+    one_time_cost: bool = False  # first use tunes or compiles (reported apart)
+    test_only: bool = False
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        return tuple(label for label, _ in self.choices)
+
+    def value(self, label: str) -> Any:
+        for choice_label, value in self.choices:
+            if choice_label == label:
+                return value
+        raise KeyError(f"{self.name} has no choice {label!r}")
+
+
+def _env_choices(var: str, *values: str) -> tuple[tuple[str, Any], ...]:
+    return ((DEFAULT, {}),) + tuple((v, {var: v}) for v in values)
+
+
+KNOBS: tuple[Knob, ...] = (
+    Knob("precision", "math precision", SPEC,
+         (("fp32", "fp32"), ("tf32", "tf32"), ("bf16", "bf16"), ("fp16", "fp16")),
+         PLATFORMS, ("default", "full"), AMP,
+         "autocast to bf16/fp16 (fp16 with a GradScaler) or TF32 matmuls; changes numerics",
+         changes_numerics=True),
+    Knob("channels_last", "channels_last memory format", SPEC, (("off", False), ("on", True)),
+         PLATFORMS, ("default", "full"), CHANNELS_LAST,
+         "model and inputs in NHWC; convolution kernels avoid transposes", uses=("conv",)),
+    Knob("compile", "torch.compile", SPEC, (("off", False), ("on", True)),
+         PLATFORMS, ("default", "full"), COMPILE,
+         "compiles the training step with TorchInductor; long first step", one_time_cost=True),
+    Knob("batch_size", "batch size", SPEC, (), PLATFORMS, ("default", "full"), BATCH,
+         "samples per step (only with --batch-sizes); a new batch may need a new learning rate"),
+    Knob("threads", "CPU threads (OMP_NUM_THREADS)", ENV, (), ("cpu",), SPACES, CPU_THREADS,
+         "intra-op threads; PyTorch reads OMP_NUM_THREADS at start"),
+    Knob("cudnn_benchmark", "torch.backends.cudnn.benchmark", SETTING,
+         ((DEFAULT, None), ("on", True), ("off", False)), ("rocm", "cuda"), ("default", "full"),
+         CUDNN_BENCHMARK,
+         "searches the fastest convolution algorithm per shape (on ROCm: an exhaustive MIOpen "
+         "find that updates its databases)", uses=("conv",), one_time_cost=True),
+    Knob("miopen_immediate", "torch.backends.miopen.immediate", SETTING,
+         ((DEFAULT, None), ("on", True)), ("rocm",), ("default", "full"), MIOPEN_IMMEDIATE,
+         "MIOpen immediate mode: no find step, a database or heuristic solution",
+         min_versions=(("rocm", "2.9", None),), uses=("conv",)),
+    Knob("miopen_find_mode", "MIOPEN_FIND_MODE", ENV,
+         _env_choices("MIOPEN_FIND_MODE", "FAST", "NORMAL", "HYBRID"), ("rocm",), SPACES,
+         MIOPEN_FIND, "how MIOpen picks convolution solutions: database, heuristic or benchmark",
+         uses=("conv",), one_time_cost=True),
+    Knob("miopen_find_enforce", "MIOPEN_FIND_ENFORCE", ENV,
+         _env_choices("MIOPEN_FIND_ENFORCE", "SEARCH"), ("rocm",), ("env", "full"),
+         ROCM_WORKLOAD, "auto-tunes convolution kernels missing from the performance database",
+         uses=("conv",), one_time_cost=True),
+    Knob("miopen_nhwc", "PYTORCH_MIOPEN_SUGGEST_NHWC (+ _BATCHNORM)", ENV,
+         ((DEFAULT, {}), ("1", {"PYTORCH_MIOPEN_SUGGEST_NHWC": "1",
+                               "PYTORCH_MIOPEN_SUGGEST_NHWC_BATCHNORM": "1"})),
+         ("rocm",), SPACES, MIOPEN_NHWC,
+         "lets channels_last convolutions and batch norm run as NHWC in MIOpen (opt-in)",
+         uses=("conv",), requires=(("channels_last", "on"),)),
+    Knob("tunableop", "PyTorch TunableOp (tune, then replay)", TUNABLEOP,
+         (("off", False), ("on", True)), ("rocm",), SPACES, TUNABLEOP_DOC,
+         "benchmarks every rocBLAS/hipBLASLt GEMM solution once, then replays the fastest",
+         min_versions=(("rocm", "2.3", None),), uses=("gemm",), one_time_cost=True),
+    Knob("tunableop", "PyTorch TunableOp (tune, then replay)", TUNABLEOP,
+         (("off", False), ("on", True)), ("cuda",), ("full",), TUNABLEOP_DOC,
+         "GEMM tuning; on CUDA few candidates exist, so it is searched only in --space full",
+         min_versions=(("cuda", "2.3", None),), uses=("gemm",), one_time_cost=True),
+    Knob("blas_prefer_hipblaslt", "TORCH_BLAS_PREFER_HIPBLASLT", ENV,
+         _env_choices("TORCH_BLAS_PREFER_HIPBLASLT", "1", "0"), ("rocm",), SPACES,
+         ROCM_WORKLOAD, "hipBLASLt or hipBLAS (rocBLAS) for matrix multiplies", uses=("gemm",)),
+    Knob("hip_force_dev_kernarg", "HIP_FORCE_DEV_KERNARG", ENV,
+         _env_choices("HIP_FORCE_DEV_KERNARG", "1"), ("rocm",), SPACES, ROCM_WORKLOAD,
+         "kernel arguments in device memory: a few microseconds less per launch"),
+    Knob("gpu_max_hw_queues", "GPU_MAX_HW_QUEUES", ENV,
+         _env_choices("GPU_MAX_HW_QUEUES", "2"), ("rocm",), ("env", "full"), ROCM_WORKLOAD,
+         "hardware queues the HIP runtime uses per device (default 4)"),
+    Knob("hsa_enable_sdma", "HSA_ENABLE_SDMA", ENV, _env_choices("HSA_ENABLE_SDMA", "0"),
+         ("rocm",), ("env", "full"), ROCR_FLAGS,
+         "0 copies with shader blit kernels instead of the SDMA engines"),
+    Knob("aotriton_experimental", "TORCH_ROCM_AOTRITON_ENABLE_EXPERIMENTAL", ENV,
+         _env_choices("TORCH_ROCM_AOTRITON_ENABLE_EXPERIMENTAL", "1"), ("rocm",), SPACES,
+         AOTRITON, "flash and memory-efficient attention on GPUs AOTriton calls experimental",
+         uses=("sdpa",)),
+    Knob("alloc", "caching allocator: expandable_segments", ALLOC,
+         ((DEFAULT, None), ("expandable_segments", "expandable_segments:True")),
+         ("rocm", "cuda"), SPACES, ALLOC_DOC,
+         "growable memory segments: less fragmentation, usually a memory knob more than a speed "
+         "knob; on ROCm only torch >= 2.12 built for ROCm >= 7.0 honours it (" + ALLOC_ROCM + ")",
+         min_versions=(("rocm", "2.12", "7.0"), ("cuda", "2.1", None))),
+    Knob("test_fault", "test-only fault injection", ENV,
+         (("none", {}), ("crash", {"ROCMDOCTOR_TEST_FAULT": "crash"}),
+          ("hang", {"ROCMDOCTOR_TEST_FAULT": "hang"}), ("oom", {"ROCMDOCTOR_TEST_FAULT": "oom"})),
+         PLATFORMS, (), "https://github.com/optuna/optuna/blob/master/optuna/study/_optimize.py",
+         "makes the benchmark worker crash, hang or run out of memory (tests only)",
+         test_only=True),
+)
+
+# What each built-in workload spends its time in (tuners/models.py). A custom
+# "pkg.module:factory" workload is unknown and gets every knob.
+MODEL_USES: dict[str, tuple[str, ...]] = {
+    "resnet50": ("conv", "gemm"),
+    "tinycnn": ("conv", "gemm"),
+    "vit_b_16": ("conv", "gemm", "sdpa"),  # one patch-embedding convolution
+    "gpt2": ("gemm", "sdpa"),
+}
+
+# Precisions each platform can run, and the reason a precision is left out.
+PRECISION_SUPPORT: dict[str, tuple[str, ...]] = {
+    "cpu": ("fp32", "bf16"),
+    "cuda": ("fp32", "tf32", "bf16", "fp16"),
+    "rocm": ("fp32", "bf16", "fp16"),
+}
+PRECISION_NOT_SUPPORTED: dict[tuple[str, str], str] = {
+    ("cpu", "tf32"): "TF32 is a GPU tensor-core format",
+    ("cpu", "fp16"): "fp16 autocast on the CPU is slower than bf16 on most CPUs",
+    ("rocm", "tf32"): "torch.cuda.is_tf32_supported() is False on ROCm builds (" + TF32_ROCM + ")",
+}
+# CUDA compute capability below which a precision runs without tensor-core support (TF32 and
+# native bf16 arrived with Ampere, sm_80: TF32 doc above).
+CUDA_MIN_SM: dict[str, int] = {"tf32": 80, "bf16": 80}
+
+# Defaults of run-time settings where the platform or version decides them: MIOpen benchmark
+# mode was on by default on ROCm from torch 1.13 (pytorch#82656) until 2.7 (pytorch#145294).
+SETTING_DEFAULTS: tuple[tuple[str, str, Optional[str], Optional[str], Any], ...] = (
+    # (setting, platform, from torch, before torch, default value)
+    ("cudnn_benchmark", "rocm", "1.13", "2.7", True),
+    ("cudnn_benchmark", "rocm", "2.7", None, False),
+    ("cudnn_benchmark", "cuda", None, None, False),
+    ("miopen_immediate", "rocm", None, None, False),
+)
+
+# Never searched: debugging switches that serialise or slow work, and compatibility hacks.
+NEVER_SEARCHED: tuple[tuple[str, str, str], ...] = tuple(
+    (var.name, f"debugging only: {var.cost}", var.source) for var in DEBUG_VARS
+) + (
+    ("HSA_OVERRIDE_GFX_VERSION", "a compatibility override (which GPU code objects load), "
+     "not a performance knob; a wrong value hangs or computes garbage", HSA_OVERRIDE),
+)
+
+
+@dataclass(frozen=True)
+class Platform:
+    """What the probe child found: the platform kind and the versions knobs depend on."""
+
+    kind: str  # rocm | cuda | cpu
+    torch: Optional[str] = None
+    hip: Optional[str] = None
+    cuda: Optional[str] = None
+    device: str = ""
+    arch: Optional[str] = None  # gfx942 (feature suffixes dropped) or sm_90
+    cpu_count: int = 1
+    torch_threads: Optional[int] = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "torch": self.torch, "hip": self.hip, "cuda": self.cuda,
+                "device": self.device, "arch": self.arch, "cpu_count": self.cpu_count,
+                "torch_threads": self.torch_threads}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Platform:
+        return cls(kind=str(d.get("kind", "cpu")), torch=d.get("torch"), hip=d.get("hip"),
+                   cuda=d.get("cuda"), device=str(d.get("device") or ""), arch=d.get("arch"),
+                   cpu_count=int(d.get("cpu_count") or 1), torch_threads=d.get("torch_threads"))
+
+
+def release(text: Optional[str]) -> Optional[Version]:
+    """The numeric release of a version string: "2.9.1+rocm6.4" -> 2.9.1, "6.4.43482-x" -> 6.4."""
+    if not text:
+        return None
+    match = re.match(r"\s*(\d+(?:\.\d+){0,2})", text)
+    if not match:
+        return None
+    parts = match.group(1).split(".")
+    if len(parts) == 3 and len(parts[2]) > 3:  # a HIP build number, not a patch level
+        parts = parts[:2]
+    try:
+        return Version(".".join(parts))
+    except InvalidVersion:
+        return None
+
+
+def at_least(have: Optional[str], need: str) -> bool:
+    version = release(have)
+    wanted = release(need)
+    return version is not None and wanted is not None and version >= wanted
+
+
+def version_gap(knob: Knob, platform: Platform) -> Optional[str]:
+    """Why the installed versions do not honour the knob, or None."""
+    for kind, min_torch, min_rocm in knob.min_versions:
+        if kind != platform.kind:
+            continue
+        if not at_least(platform.torch, min_torch):
+            return f"needs torch >= {min_torch} (this is {platform.torch or 'unknown'})"
+        if min_rocm and not at_least(platform.hip, min_rocm):
+            return (f"needs a torch built for ROCm >= {min_rocm} (this one: "
+                    f"{platform.hip or 'unknown'})")
+    return None
+
+
+def setting_default(name: str, platform: Platform) -> Any:
+    """The value torch uses for a run-time setting that the user did not set."""
+    for setting, kind, since, before, value in SETTING_DEFAULTS:
+        if setting != name or kind != platform.kind:
+            continue
+        if since and not at_least(platform.torch, since):
+            continue
+        if before and at_least(platform.torch, before):
+            continue
+        return value
+    return None
+
+
+def knobs_named(name: str) -> tuple[Knob, ...]:
+    return tuple(k for k in KNOBS if k.name == name)
+
+
+def knob_names() -> tuple[str, ...]:
+    return tuple(dict.fromkeys(k.name for k in KNOBS if not k.test_only))
+
+
+def alloc_var(platform: Platform, env: Mapping[str, str]) -> str:
+    """The allocator variable a trial should set: the one the user already uses, else the one
+    this torch reads reliably (PYTORCH_ALLOC_CONF from 2.11: pytorch#183387)."""
+    for var in ("PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_HIP_ALLOC_CONF"):
+        if env.get(var):
+            return var
+    return "PYTORCH_ALLOC_CONF" if at_least(platform.torch, "2.11") else \
+        "PYTORCH_CUDA_ALLOC_CONF"
+
+
+def merge_alloc(current: str, option: str) -> str:
+    """`current` with one "key:value" option set (replacing that key if present)."""
+    key = option.split(":", 1)[0]
+    kept = [part for part in current.split(",")
+            if part.strip() and part.split(":", 1)[0].strip() != key]
+    return ",".join(kept + [option])
+
+
+def environment_warnings(env: Mapping[str, str]) -> list[str]:
+    """Debugging variables in the user's environment: every trial inherits them."""
+    out = []
+    for var in DEBUG_VARS:
+        value = env.get(var.name, "")
+        if value and level(value) >= var.min_level:
+            out.append(f"your environment sets {var.name}={value}, which {var.cost}; every "
+                       f"trial inherits it, so all numbers are slower than they need be "
+                       f"({var.source})")
+    return out
+
+
+class ProbeError(Exception):
+    """The platform probe failed: one line for the user."""
+
+
+PROBE_SCRIPT = r"""
+import json, os, sys
+out = {"cpu_count": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+       else (os.cpu_count() or 1)}
+try:
+    import torch
+except Exception as exc:
+    out["error"] = "cannot import torch: %s: %s" % (type(exc).__name__, exc)
+else:
+    out.update(torch=torch.__version__, hip=torch.version.hip, cuda=torch.version.cuda,
+               torch_threads=torch.get_num_threads(), kind="cpu", device="cpu")
+    if sys.argv[1] != "cpu" and torch.cuda.is_available():
+        p = torch.cuda.get_device_properties(torch.cuda.current_device())
+        rocm = bool(torch.version.hip)
+        out.update(kind="rocm" if rocm else "cuda", device=p.name,
+                   arch=(getattr(p, "gcnArchName", "") or "").split(":")[0] if rocm
+                   else "sm_%d%d" % (p.major, p.minor))
+    elif sys.argv[1] == "cuda":
+        out["error"] = "--device cuda, but torch %s sees no GPU" % torch.__version__
+print(json.dumps(out))
+"""
+
+
+def probe_platform(device: str, python: Optional[str], env: Mapping[str, str],
+                   timeout_s: float = 180.0) -> Platform:
+    """Platform and versions, from a child process of the Python that will train."""
+    argv = [python or sys.executable, "-c", PROBE_SCRIPT, device]
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s,
+                              env=dict(env), check=False)
+    except subprocess.TimeoutExpired:
+        raise ProbeError(f"the platform probe ({argv[0]}) did not finish in {timeout_s:g} s; "
+                        "`rocmdoctor check` says why torch hangs") from None
+    except OSError as exc:
+        raise ProbeError(f"cannot run {argv[0]}: {exc.strerror or exc}") from None
+    try:
+        data = json.loads(done.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise ProbeError(f"the platform probe failed: {last}") from None
+    if data.get("error"):
+        raise ProbeError(str(data["error"]))
+    return Platform.from_dict(data)

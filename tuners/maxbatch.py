@@ -1,0 +1,117 @@
+"""The largest batch that fits in memory, found with short probe runs in child processes.
+
+Doubling from the requested batch until a probe runs out of memory (or halving until one
+fits), then bisecting between the last fit and the first failure to within about 6 %.
+Each probe is a fresh process (one warm-up step, one measured step, extras off), because an
+out-of-memory error can leave the allocator fragmented for the rest of a process. This finds
+the largest batch that fits, not the fastest (Lightning's BatchSizeFinder and Accelerate's
+find_executable_batch_size make the same distinction).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from rocmdoctor.tuners.child import TrialOutcome, run_bench_child
+from rocmdoctor.tuners.spec import BenchSpec
+
+Runner = Callable[[BenchSpec], TrialOutcome]
+
+
+@dataclass
+class MaxBatch:
+    largest_fit: Optional[int]  # None when even batch 1 does not fit
+    first_oom: Optional[int]  # None when the limit was reached without running out
+    probes: list[tuple[int, str]] = field(default_factory=list)  # (batch, state) in order
+    failure: Optional[TrialOutcome] = None  # a probe that ended other than ok/oom
+
+    def message(self) -> str:
+        if self.failure is not None:
+            batch = self.probes[-1][0] if self.probes else "?"
+            return f"probe at batch {batch} {self.failure.state}: {self.failure.message}"
+        if self.largest_fit is None:
+            return "even batch 1 does not fit in memory"
+        if self.first_oom is None:
+            return f"batch {self.largest_fit} fits (the search limit; no out-of-memory seen)"
+        return (f"largest batch that fits: {self.largest_fit} "
+                f"(batch {self.first_oom} runs out of memory)")
+
+
+def probe_spec(spec: BenchSpec, batch: int) -> BenchSpec:
+    settings = {**spec.settings, "extras": False}
+    return dataclasses.replace(spec, batch_size=batch, steps=1, warmup=1, settings=settings)
+
+
+def child_runner(env_patch: Mapping[str, str], timeout_s: float, python: Optional[str] = None,
+                 cwd: Optional[str] = None) -> Runner:
+    def run(spec: BenchSpec) -> TrialOutcome:
+        return run_bench_child(spec, env_patch, timeout_s, python=python, cwd=cwd)
+
+    return run
+
+
+def find_max_batch(spec: BenchSpec, runner: Runner, limit: int = 1 << 16,
+                   on_probe: Optional[Callable[[int, TrialOutcome], None]] = None,
+                   only_down: bool = False) -> MaxBatch:
+    """Search the largest fitting batch; `only_down` halves from spec.batch_size only."""
+    found = MaxBatch(None, None)
+
+    def fits(batch: int) -> Optional[bool]:
+        outcome = runner(probe_spec(spec, batch))
+        found.probes.append((batch, outcome.state))
+        if on_probe is not None:
+            on_probe(batch, outcome)
+        if outcome.state == "ok":
+            return True
+        if outcome.state == "oom":
+            return False
+        found.failure = outcome
+        return None
+
+    batch = max(1, spec.batch_size)
+    first = fits(batch)
+    if first is None:
+        return found
+    if first:
+        found.largest_fit = batch
+        if only_down:
+            return found
+        while batch < limit:
+            batch = min(batch * 2, limit)
+            ok = fits(batch)
+            if ok is None:
+                return found
+            if not ok:
+                found.first_oom = batch
+                break
+            found.largest_fit = batch
+        if found.first_oom is None:
+            return found
+    else:
+        found.first_oom = batch
+        while batch > 1:
+            batch //= 2
+            ok = fits(batch)
+            if ok is None:
+                return found
+            if ok:
+                found.largest_fit = batch
+                break
+            found.first_oom = batch
+        if found.largest_fit is None or only_down:
+            return found
+    lo, hi = found.largest_fit, found.first_oom
+    while hi - lo > max(1, lo // 16):
+        mid = (lo + hi) // 2
+        ok = fits(mid)
+        if ok is None:
+            break
+        if ok:
+            lo = mid
+        else:
+            hi = mid
+    found.largest_fit, found.first_oom = lo, hi
+    return found

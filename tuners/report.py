@@ -1,0 +1,146 @@
+"""Render one bench result (schema rocmdoctor.bench/1) as a terminal table. Pure functions."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Mapping
+from typing import Any, Optional
+
+GIB = 1024 ** 3
+
+
+def num(value: Optional[float], digits: int = 1) -> str:
+    return "-" if value is None else f"{value:,.{digits}f}"
+
+
+def pct(value: Optional[float], digits: int = 1) -> str:
+    return "-" if value is None else f"{value * 100:.{digits}f} %"
+
+
+def flop(value: Optional[float]) -> str:
+    """FLOPs with an SI prefix and 3 significant digits: 24.3 GFLOP, 5.12 MFLOP."""
+    if value is None:
+        return "-"
+    for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= scale:
+            return f"{value / scale:.3g} {prefix}FLOP"
+    return f"{value:.3g} FLOP"
+
+
+def gib(value: Optional[float]) -> str:
+    return "-" if value is None else f"{value / GIB:.2f} GiB"
+
+
+def get(data: Any, *path: str) -> Any:
+    for key in path:
+        if not isinstance(data, Mapping):
+            return None
+        data = data.get(key)
+    return data
+
+
+def config_line(result: Mapping[str, Any]) -> str:
+    spec = result.get("spec") or {}
+    env = result.get("environment") or {}
+    parts = [str(spec.get("model", "?")), f"batch {spec.get('batch_size', '?')}",
+             str(spec.get("precision", "?"))]
+    if spec.get("channels_last"):
+        parts.append("channels_last")
+    if spec.get("compile"):
+        parts.append("compile")
+    for key, value in sorted((spec.get("settings") or {}).items()):
+        parts.append(f"{key}={value}")
+    where = f"{env.get('name') or env.get('device', '?')} (torch {env.get('torch', '?')})"
+    return f"{', '.join(parts)} on {where}"
+
+
+def result_rows(result: Mapping[str, Any]) -> list[tuple[str, str]]:
+    m = result.get("metrics") or {}
+    unit = m.get("unit", "samples")
+    per = unit[:-1] if unit.endswith("s") else unit
+    t = m.get("throughput") or {}
+    s = m.get("step_time_s") or {}
+    w = result.get("warmup") or {}
+    mem = m.get("memory") or {}
+    pw = m.get("power") or {}
+    fl = m.get("flops") or {}
+    mfu = m.get("mfu") or {}
+    rows = [
+        ("throughput", f"{num(t.get('median'))} {unit}/s median "
+                       f"(p10 {num(t.get('p10'))}, p90 {num(t.get('p90'))}; "
+                       f"CV {pct(t.get('cv'))})"),
+        ("step time", f"{num(_ms(s.get('p50')), 2)} ms p50, {num(_ms(s.get('p99')), 2)} ms p99 "
+                      f"over {m.get('measured_steps', '?')} steps ({m.get('timing', '?')})"),
+        ("warm-up", f"first step {num(w.get('first_step_s'), 2)} s; "
+                    f"{w.get('steps', '?')} steps {num(w.get('total_s'), 2)} s (excluded)"),
+    ]
+    if mem.get("peak_allocated_bytes") is not None:
+        rows.append(("memory", f"peak {gib(mem.get('peak_allocated_bytes'))} allocated, "
+                               f"{gib(mem.get('peak_reserved_bytes'))} reserved of "
+                               f"{gib(mem.get('device_total_bytes'))}"))
+    else:
+        rows.append(("memory", f"host peak RSS {gib(mem.get('host_peak_rss_bytes'))}; "
+                               f"{mem.get('reason') or 'no device figures'}"))
+    if pw.get("avg_w") is not None:
+        rows.append(("power", f"{num(pw.get('avg_w'), 0)} W average, "
+                              f"{num(pw.get('peak_w'), 0)} W peak, "
+                              f"{num(pw.get('energy_per_sample_j'), 4)} J/{per} "
+                              f"({pw.get('source')}, {num(pw.get('sample_hz'), 0)} Hz)"))
+    else:
+        rows.append(("power", f"not measured: {pw.get('reason') or 'unknown'}"))
+    if pw.get("util_avg_pct") is not None:
+        rows.append(("GPU busy", f"{num(pw.get('util_avg_pct'), 0)} % average"))
+    if fl.get("per_sample_train") is not None:
+        per_unit = (result.get("workload") or {}).get("units_per_sample") or 1
+        rows.append(("FLOPs", f"{flop(fl['per_sample_train'] / per_unit)}/{per} "
+                              f"(forward {flop((fl.get('per_sample_forward') or 0) / per_unit)}), "
+                              f"{flop((mfu.get('achieved_tflops') or 0) * 1e12)}/s achieved"))
+    rows.append(("MFU", mfu_text(mfu)))
+    return rows
+
+
+def mfu_text(mfu: Mapping[str, Any]) -> str:
+    parts = []
+    if mfu.get("vs_spec") is not None:
+        parts.append(f"{pct(mfu['vs_spec'])} of {num(mfu.get('spec_peak_tflops'))} TFLOP/s "
+                     f"{mfu.get('spec_dtype')} spec")
+    elif mfu.get("spec_note"):
+        parts.append(str(mfu["spec_note"]))
+    gemm = mfu.get("gemm") or {}
+    if mfu.get("vs_measured_gemm") is not None:
+        parts.append(f"{pct(mfu['vs_measured_gemm'])} of a measured {gemm.get('n')}^3 "
+                     f"{gemm.get('dtype')} GEMM ({num(gemm.get('tflops'), 2)} TFLOP/s)")
+    elif gemm.get("reason") or mfu.get("reason"):
+        parts.append(str(mfu.get("reason") or gemm.get("reason")))
+    return "; ".join(parts) or "-"
+
+
+def _ms(seconds: Optional[float]) -> Optional[float]:
+    return None if seconds is None else seconds * 1000.0
+
+
+def render_result(result: Mapping[str, Any], width: int = 100, color: bool = False) -> str:
+    """The result as a titled two-column table, followed by its warnings."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=config_line(result), title_justify="left", show_header=False,
+                  box=None, pad_edge=False)
+    table.add_column(style="bold", no_wrap=True)
+    table.add_column(overflow="fold")
+    for name, text in result_rows(result):
+        table.add_row(name, text)
+    buf = io.StringIO()
+    console = Console(file=buf, width=width, color_system="standard" if color else None,
+                      force_terminal=color, no_color=not color, highlight=False)
+    console.print(table)
+    for note in (result.get("workload") or {}).get("notes") or []:
+        console.print(f"note: {note}", highlight=False)
+    for warning in result.get("warnings") or []:
+        console.print(f"warning: {warning}", highlight=False)
+    return strip_lines(buf.getvalue())
+
+
+def strip_lines(text: str) -> str:
+    """Drop the trailing spaces rich pads lines with (stable golden text, clean pastes)."""
+    return "".join(line.rstrip() + "\n" for line in text.splitlines())

@@ -1,0 +1,424 @@
+"""The search: which knobs apply here, how a trial's parameters become a child process, and
+the Optuna study that remembers every trial (SQLite by default, so a tune can resume).
+
+Data flows one way: `plan_space` reads the knob table (`rocmdoctor.tuners.knobs`) with the
+platform probe, the user's spec and environment; `suggest` asks Optuna for one point;
+`materialize` turns it into a BenchSpec plus an environment patch; `records` reads the
+finished trials back for the verdict and the reports. Nothing here runs a benchmark.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import re
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Optional
+
+from rocmdoctor.tuners import knobs as kb
+from rocmdoctor.tuners.spec import BenchSpec
+
+if TYPE_CHECKING:
+    import optuna
+
+# A trial whose throughput stays below this fraction of the best finished trial's median, over
+# at least PRUNE_MIN_WINDOWS measured windows, is stopped early.
+PRUNE_RATIO = 0.5
+PRUNE_MIN_WINDOWS = 3
+ATTR = "rocmdoctor"  # study user attribute holding the space signature and workload
+DONE_STATES = ("ok", "oom", "crashed", "timeout", "pruned", "error")
+STDERR_KEEP = 4000
+
+
+class StudyMismatch(Exception):
+    """The named study was created for another workload or search space."""
+
+
+@dataclass(frozen=True)
+class PlannedKnob:
+    knob: kb.Knob
+    labels: tuple[str, ...]
+    baseline: str
+    values: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.knob.name
+
+    def value(self, label: str) -> Any:
+        return self.values[label] if label in self.values else self.knob.value(label)
+
+
+@dataclass(frozen=True)
+class SearchSpace:
+    name: str
+    knobs: tuple[PlannedKnob, ...]
+    skipped: tuple[tuple[str, str], ...]
+
+    def get(self, name: str) -> Optional[PlannedKnob]:
+        return next((pk for pk in self.knobs if pk.name == name), None)
+
+    def baseline_params(self) -> dict[str, str]:
+        params: dict[str, str] = {}
+        for pk in self.knobs:
+            if self._required_ok(pk, params):
+                params[pk.name] = pk.baseline
+        return params
+
+    def _required_ok(self, pk: PlannedKnob, params: Mapping[str, str]) -> bool:
+        return all(params.get(name, "") == label for name, label in pk.knob.requires
+                   if self.get(name) is not None)
+
+    def size(self) -> int:
+        total = 1
+        for pk in self.knobs:
+            gate = next((self.get(n) for n, _ in pk.knob.requires if self.get(n)), None)
+            if gate is None:
+                total *= len(pk.labels)
+            else:  # exactly 1/len(gate) of the points take the required label
+                total = total // len(gate.labels) * (len(pk.labels) + len(gate.labels) - 1)
+        return total
+
+    def signature(self) -> str:
+        data = [(pk.name, pk.labels, pk.baseline) for pk in self.knobs]
+        return hashlib.sha256(json.dumps(data).encode()).hexdigest()[:16]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name, "size": self.size(),
+            "knobs": [{"name": pk.name, "title": pk.knob.title, "kind": pk.knob.kind,
+                       "choices": list(pk.labels), "baseline": pk.baseline,
+                       "changes_numerics": pk.knob.changes_numerics,
+                       "one_time_cost": pk.knob.one_time_cost,
+                       "effect": pk.knob.effect, "source": pk.knob.source}
+                      for pk in self.knobs],
+            "skipped": [{"knob": name, "reason": reason} for name, reason in self.skipped],
+            "never_searched": [{"variable": n, "reason": r, "source": s}
+                               for n, r, s in kb.NEVER_SEARCHED],
+        }
+
+
+def _in_space(knob: kb.Knob, space: str, names: Sequence[str]) -> bool:
+    if names:
+        return knob.name in names
+    return space in knob.spaces
+
+
+def _why_not(knob: kb.Knob, platform: kb.Platform, spec: BenchSpec,
+             env: Mapping[str, str]) -> Optional[str]:
+    if platform.kind not in knob.platforms:
+        named = kb.knobs_named(knob.name)
+        kinds = [p for p in kb.PLATFORMS if any(p in k.platforms for k in named)]
+        return "only on " + ", ".join("ROCm" if p == "rocm" else p.upper() for p in kinds)
+    gap = kb.version_gap(knob, platform)
+    if gap:
+        return gap
+    uses = kb.MODEL_USES.get(spec.model)
+    if knob.uses and uses is not None and not set(knob.uses) & set(uses):
+        return f"{spec.model} has no {'/'.join(knob.uses)} work for it to act on"
+    if knob.kind == kb.TUNABLEOP and env.get("PYTORCH_TUNABLEOP_ENABLED"):
+        return "your environment already sets PYTORCH_TUNABLEOP_ENABLED"
+    if knob.kind == kb.ALLOC and "max_split_size_mb" in env.get(kb.alloc_var(platform, env), ""):
+        return ("your allocator setting has max_split_size_mb, which misbehaves with "
+                f"expandable_segments ({kb.ALLOC_SPLIT_GROWTH}, {kb.ALLOC_ROCM_ZEROS})")
+    return None
+
+
+def _dynamic_choices(knob: kb.Knob, spec: BenchSpec, platform: kb.Platform,
+                     env: Mapping[str, str], batch_sizes: Sequence[int]
+                     ) -> tuple[tuple[str, ...], str, dict[str, Any], Optional[str]]:
+    if knob.name == "batch_size":
+        if not batch_sizes:
+            return (), "", {}, "give --batch-sizes to search it"
+        sizes = sorted(set(batch_sizes) | {spec.batch_size})
+        return (tuple(str(b) for b in sizes), str(spec.batch_size),
+                {str(b): b for b in sizes}, None)
+    # threads: the count in effect, then halvings of the CPU count down to 1
+    current = env.get("OMP_NUM_THREADS", "").strip()
+    effective = int(current) if current.isdigit() else (platform.torch_threads or
+                                                         platform.cpu_count)
+    counts: list[int] = []
+    n = platform.cpu_count
+    while n >= 1 and len(counts) < 4:
+        if n != effective and n not in counts:
+            counts.append(n)
+        n //= 2
+    values: dict[str, Any] = {kb.DEFAULT: {}}
+    values.update({str(c): {"OMP_NUM_THREADS": str(c)} for c in counts})
+    return tuple(values), kb.DEFAULT, values, None if counts else "only one thread count here"
+
+
+def _static_choices(knob: kb.Knob, spec: BenchSpec, platform: kb.Platform,
+                    env: Mapping[str, str]) -> tuple[tuple[str, ...], str]:
+    labels = list(knob.labels)
+    baseline = labels[0]
+    if knob.name == "precision":
+        labels = [p for p in labels if p in kb.PRECISION_SUPPORT[platform.kind]
+                  and _sm_ok(p, platform)] or [spec.precision]
+        if spec.precision not in labels:
+            labels.insert(0, spec.precision)
+        return tuple(labels), spec.precision
+    if knob.kind == kb.SPEC:
+        current = getattr(spec, knob.name)
+        baseline = next(label for label, value in knob.choices if value == current)
+        return tuple(labels), baseline
+    if knob.kind == kb.SETTING:
+        user = spec.settings.get(knob.name)
+        effective = {label: (value if value is not None else
+                             (user if user is not None else kb.setting_default(knob.name,
+                                                                               platform)))
+                     for label, value in knob.choices}
+        keep = [baseline] + [label for label in labels[1:]
+                             if effective[label] != effective[baseline]]
+        return tuple(keep), baseline
+    if knob.kind == kb.ENV:
+        keep = [baseline] + [label for label, value in knob.choices[1:]
+                             if any(env.get(var) != v for var, v in value.items())]
+        return tuple(keep), baseline
+    if knob.kind == kb.ALLOC:
+        current = env.get(kb.alloc_var(platform, env), "")
+        keep = [baseline] + [label for label, value in knob.choices[1:]
+                             if value not in current.replace(" ", "").split(",")]
+        return tuple(keep), baseline
+    return tuple(labels), baseline
+
+
+def _sm_ok(precision: str, platform: kb.Platform) -> bool:
+    need = kb.CUDA_MIN_SM.get(precision)
+    if platform.kind != "cuda" or need is None:
+        return True
+    match = re.match(r"sm_(\d+)", platform.arch or "")
+    return match is None or int(match.group(1)) >= need
+
+
+def plan_space(platform: kb.Platform, spec: BenchSpec, env: Mapping[str, str],
+               space: str = "default", keep_precision: bool = False,
+               batch_sizes: Sequence[int] = (), allow_test_knobs: bool = False) -> SearchSpace:
+    """The knobs to search here, each with its choices and the user's current choice.
+
+    `space` is default | env | full, or a comma-separated list of knob names. Raises
+    ValueError for an unknown name.
+    """
+    names = [] if space in kb.SPACES else [n.strip() for n in space.split(",") if n.strip()]
+    known = set(kb.knob_names()) | ({"test_fault"} if allow_test_knobs else set())
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise ValueError(f"unknown knob(s) {', '.join(unknown)}; known: "
+                         f"{', '.join(kb.knob_names())}")
+    planned: list[PlannedKnob] = []
+    skipped: dict[str, str] = {}
+    for knob in kb.KNOBS:
+        if not _in_space(knob, space, names) or (knob.test_only and not allow_test_knobs):
+            continue
+        if any(pk.name == knob.name for pk in planned):
+            continue
+        reason = _why_not(knob, platform, spec, env)
+        if knob.name == "precision" and keep_precision:
+            reason = f"--keep-precision keeps {spec.precision}"
+        if reason is None and knob.requires:
+            for req, label in knob.requires:
+                if any(pk.name == req for pk in planned):
+                    continue
+                req_knob = kb.knobs_named(req)[0]
+                if getattr(spec, req, None) != req_knob.value(label):
+                    reason = f"needs {req} {label} (search it or pass --{req.replace('_', '-')})"
+        if reason is not None:
+            skipped.setdefault(knob.name, reason)
+            continue
+        if not knob.choices:
+            labels, baseline, values, reason = _dynamic_choices(knob, spec, platform, env,
+                                                                batch_sizes)
+        else:
+            (labels, baseline), values = _static_choices(knob, spec, platform, env), {}
+        if reason is None and len(labels) < 2:
+            reason = "your current setting is its only choice here"
+        if reason is not None:
+            skipped.setdefault(knob.name, reason)
+            continue
+        skipped.pop(knob.name, None)
+        planned.append(PlannedKnob(knob, labels, baseline, values))
+    return SearchSpace(space, tuple(planned), tuple(sorted(skipped.items())))
+
+
+def suggest(trial: optuna.Trial, space: SearchSpace) -> dict[str, str]:
+    """Ask Optuna for one point, define-by-run: a knob whose requirement is not met this trial
+    is not suggested (its baseline applies)."""
+    params: dict[str, str] = {}
+    for pk in space.knobs:
+        if space._required_ok(pk, params):
+            params[pk.name] = str(trial.suggest_categorical(pk.name, list(pk.labels)))
+    return params
+
+
+@dataclass(frozen=True)
+class TrialPlan:
+    spec: BenchSpec
+    env: dict[str, str]
+    tunableop: bool
+    dirs: dict[str, str]
+
+
+def materialize(space: SearchSpace, params: Mapping[str, str], spec: BenchSpec,
+                platform: kb.Platform, env: Mapping[str, str], trial_dir: str) -> TrialPlan:
+    """The BenchSpec and environment patch of one point; per-trial database folders keep
+    MIOpen's and TunableOp's tuned state apart between trials."""
+    fields: dict[str, Any] = {}
+    settings = dict(spec.settings)
+    patch: dict[str, str] = {}
+    tunableop = False
+    for pk in space.knobs:
+        label = params.get(pk.name, pk.baseline)
+        value = pk.value(label)
+        kind = pk.knob.kind
+        if kind == kb.SPEC:
+            fields[pk.name] = value
+        elif kind == kb.SETTING and value is not None:
+            settings[pk.name] = value
+        elif kind == kb.ENV:
+            patch.update(value)
+        elif kind == kb.ALLOC and value is not None:
+            var = kb.alloc_var(platform, env)
+            patch[var] = kb.merge_alloc(env.get(var, ""), value)
+        elif kind == kb.TUNABLEOP:
+            tunableop = bool(value)
+    dirs: dict[str, str] = {}
+    if platform.kind == "rocm":
+        dirs["MIOPEN_USER_DB_PATH"] = os.path.join(trial_dir, "miopen-db")
+        dirs["MIOPEN_CUSTOM_CACHE_DIR"] = os.path.join(trial_dir, "miopen-cache")
+    if tunableop:
+        dirs["PYTORCH_TUNABLEOP_FILENAME"] = os.path.join(trial_dir, "tunableop_results%d.csv")
+    if fields.get("compile", spec.compile):
+        dirs["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(trial_dir, "inductor")
+        dirs["TRITON_CACHE_DIR"] = os.path.join(trial_dir, "triton")
+    patch.update(dirs)
+    new_spec = dataclasses.replace(spec, settings=settings, **fields)
+    return TrialPlan(new_spec, patch, tunableop, dirs)
+
+
+def tunableop_env(plan: TrialPlan, tuning: bool) -> dict[str, str]:
+    """TunableOp's two runs (ROCm workload guide): tune once, then replay the results file."""
+    return {**plan.env, "PYTORCH_TUNABLEOP_ENABLED": "1",
+            "PYTORCH_TUNABLEOP_TUNING": "1" if tuning else "0"}
+
+
+def study_name(spec: BenchSpec, space: SearchSpace, platform: kb.Platform,
+               keep_precision: bool) -> str:
+    """A stable name per workload, search space and machine, so the same command resumes."""
+    key = json.dumps([spec.to_dict(), space.signature(), platform.to_dict(), keep_precision],
+                     sort_keys=True, default=str)
+    model = re.sub(r"[^A-Za-z0-9_.-]+", "-", spec.model)[:40]
+    return f"{model}-{hashlib.sha256(key.encode()).hexdigest()[:10]}"
+
+
+def cache_dir(env: Mapping[str, str]) -> str:
+    """$XDG_CACHE_HOME/rocmdoctor/tune (default ~/.cache/rocmdoctor/tune)."""
+    base = env.get("XDG_CACHE_HOME") or os.path.join(
+        env.get("HOME") or os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "rocmdoctor", "tune")
+
+
+def default_storage(env: Mapping[str, str], name: str) -> str:
+    return "sqlite:///" + os.path.join(cache_dir(env), f"{name}.db")
+
+
+def make_sampler(space: SearchSpace, max_trials: Optional[int], seed: int
+                 ) -> optuna.samplers.BaseSampler:
+    """Exhaustive (in a seeded random order) when the space is small enough to finish;
+    otherwise multivariate TPE, which models interactions such as precision x layout."""
+    import optuna
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        if space.size() <= max(2 * (max_trials or 24), 32):
+            return optuna.samplers.BruteForceSampler(seed=seed)
+        return optuna.samplers.TPESampler(seed=seed, multivariate=True, group=True,
+                                          n_startup_trials=min(10, max(4, space.size() // 8)))
+
+
+def open_study(name: str, storage: str, space: SearchSpace, workload: Mapping[str, Any],
+               sampler: optuna.samplers.BaseSampler) -> optuna.Study:
+    """Create or load the study; a study made for another space or workload is refused."""
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    study = optuna.create_study(study_name=name, storage=storage, sampler=sampler,
+                                direction="maximize", load_if_exists=True)
+    mine = {"signature": space.signature(), "workload": dict(workload)}
+    stored = study.user_attrs.get(ATTR)
+    if stored is None:
+        study.set_user_attr(ATTR, mine)
+    elif stored.get("signature") != mine["signature"] or \
+            stored.get("workload") != json.loads(json.dumps(mine["workload"])):
+        raise StudyMismatch(f"study {name!r} in {storage} was made for another workload or "
+                            "search space; pick another --study name")
+    if not study.trials:
+        study.enqueue_trial(space.baseline_params(), user_attrs={"baseline": True})
+    return study
+
+
+def recover(study: optuna.Study) -> list[int]:
+    """Mark trials left running by a killed tune as interrupted, and queue each interrupted
+    trial again (once): it was not finished, so it is not counted and not lost."""
+    from optuna.trial import TrialState
+
+    storage = study._storage
+    for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        storage.set_trial_user_attr(trial._trial_id, "state", "interrupted")
+        storage.set_trial_user_attr(trial._trial_id, "message",
+                                    "the tune stopped while this trial ran")
+        storage.set_trial_state_values(trial._trial_id, TrialState.FAIL)
+    trials = study.get_trials(deepcopy=False)
+    retried = {t.user_attrs.get("retry_of") for t in trials}
+    queued = []
+    for trial in trials:
+        state = trial.user_attrs.get("state") or unrecorded_state(trial)
+        if state == "interrupted" and trial.number not in retried:
+            attrs = {"retry_of": trial.number}
+            if trial.user_attrs.get("baseline"):
+                attrs["baseline"] = True
+            study.enqueue_trial(dict(trial.params), user_attrs=attrs)
+            queued.append(trial.number)
+    return queued
+
+
+def unrecorded_state(trial: optuna.trial.FrozenTrial) -> str:
+    """The state of a trial that recorded none: a failure without an outcome means the tune
+    itself stopped inside it (Ctrl-C between two statements), so it did not finish."""
+    from optuna.trial import TrialState
+
+    return "interrupted" if trial.state == TrialState.FAIL else trial.state.name.lower()
+
+
+def params_key(params: Mapping[str, Any]) -> str:
+    return json.dumps(dict(sorted(params.items())))
+
+
+def done_keys(study: optuna.Study) -> set[str]:
+    """Parameter sets already measured to an end (not interrupted, not skipped)."""
+    return {params_key(t.params) for t in study.get_trials(deepcopy=False)
+            if t.user_attrs.get("state") in DONE_STATES}
+
+
+class WindowPruner:
+    """Stops a trial whose measured windows stay clearly below the best finished trial."""
+
+    def __init__(self, best: Optional[float], report: Any = None) -> None:
+        self.best = best
+        self.report = report
+        self.windows: list[float] = []
+
+    def __call__(self, index: int, samples_per_s: float) -> bool:
+        self.windows.append(samples_per_s)
+        if self.report is not None:
+            self.report(samples_per_s, index)
+        if self.best is None or len(self.windows) < PRUNE_MIN_WINDOWS:
+            return True
+        return max(self.windows) >= PRUNE_RATIO * self.best
+
+
+def trimmed_tail(text: str) -> str:
+    return text[-STDERR_KEEP:]

@@ -1,0 +1,122 @@
+"""What one benchmark run measures: `BenchSpec`, shared by the CLI, the tuner and the worker.
+
+The spec travels to the worker child process as JSON (`to_dict` / `from_dict`). Run-time knobs
+that are not environment variables go in `settings`; `SETTINGS` documents each one. The
+worker applies them before it builds the model; an unknown key is an error in the result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+BUILTIN_MODELS = ("resnet50", "vit_b_16", "gpt2", "tinycnn")
+PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
+DEVICES = ("auto", "cuda", "cpu")
+
+# name -> (python type, what the worker does with it). Keep in step with worker._apply_settings.
+SETTINGS: dict[str, tuple[type, str]] = {
+    "cudnn_benchmark": (bool, "torch.backends.cudnn.benchmark; on ROCm it makes MIOpen run an "
+                              "exhaustive find for each new convolution shape"),
+    "cudnn_enabled": (bool, "torch.backends.cudnn.enabled (False: native convolutions)"),
+    "deterministic": (bool, "torch.backends.cudnn.deterministic"),
+    "miopen_immediate": (bool, "torch.backends.miopen.immediate (torch >= 2.9, ROCm): MIOpen "
+                               "immediate mode, no find step; recorded as unsupported when "
+                               "this torch lacks the flag"),
+    "tf32": (bool, "torch.backends.cuda.matmul.allow_tf32 and torch.backends.cudnn.allow_tf32; "
+                   "overrides what `precision` implies for fp32 math"),
+    "matmul_precision": (str, "torch.set_float32_matmul_precision: highest | high | medium"),
+    "preferred_blas": (str, "torch.backends.cuda.preferred_blas_library: cublas | cublaslt | "
+                            "hipblaslt | ck | default"),
+    "num_threads": (int, "torch.set_num_threads (CPU intra-op threads)"),
+    "compile_mode": (str, "torch.compile mode when compile is on: default | reduce-overhead | "
+                          "max-autotune | max-autotune-no-cudagraphs"),
+    "seed": (int, "torch.manual_seed for the weights and the synthetic data (default 0)"),
+    "extras": (bool, "False skips FLOP counting, the GEMM peak and power sampling: a fast "
+                     "probe (--find-max-batch uses it); default True"),
+}
+_CHOICES: dict[str, tuple[str, ...]] = {
+    "matmul_precision": ("highest", "high", "medium"),
+    "preferred_blas": ("cublas", "cublaslt", "hipblaslt", "ck", "default"),
+    "compile_mode": ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"),
+}
+
+
+@dataclass(frozen=True)
+class BenchSpec:
+    """One benchmark configuration. `model` is a built-in name or "pkg.module:factory"."""
+
+    model: str = "resnet50"
+    batch_size: int = 64
+    precision: str = "fp32"  # fp16 uses a GradScaler
+    channels_last: bool = False
+    compile: bool = False
+    steps: int = 50  # measured steps, after warm-up
+    warmup: int = 10
+    device: str = "auto"  # "cuda" also means ROCm/HIP
+    image_size: int = 224
+    seq_len: int = 512
+    settings: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["settings"] = dict(self.settings)
+        return out
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> BenchSpec:
+        """Build from a dict; unknown top-level keys raise ValueError (settings are checked
+        by `problems`, so that the worker can report them in the result)."""
+        names = {f.name for f in fields(cls)}
+        unknown = sorted(set(d) - names)
+        if unknown:
+            raise ValueError(f"unknown spec field(s): {', '.join(unknown)}")
+        values = dict(d)
+        if "settings" in values:
+            values["settings"] = dict(values["settings"] or {})
+        return cls(**values)
+
+    def problems(self) -> list[str]:
+        """Everything wrong with this spec, one sentence each; empty when it is valid."""
+        out: list[str] = []
+        if not isinstance(self.model, str) or not self.model:
+            out.append("model must be a name or 'pkg.module:factory'")
+        elif self.model not in BUILTIN_MODELS and ":" not in self.model:
+            out.append(f"unknown model {self.model!r} (built-in: {', '.join(BUILTIN_MODELS)}; "
+                       "or a workload factory as 'pkg.module:factory')")
+        if self.precision not in PRECISIONS:
+            out.append(f"unknown precision {self.precision!r} (one of {', '.join(PRECISIONS)})")
+        if self.device not in DEVICES:
+            out.append(f"unknown device {self.device!r} (one of {', '.join(DEVICES)})")
+        for name in ("batch_size", "steps", "image_size", "seq_len"):
+            value = getattr(self, name)
+            if not _is_int(value) or value < 1:
+                out.append(f"{name} must be a positive integer, not {value!r}")
+        if not _is_int(self.warmup) or self.warmup < 1:
+            # At least one warm-up step: the first step (MIOpen find, compile) is never measured.
+            out.append(f"warmup must be at least 1, not {self.warmup!r}")
+        for name in ("channels_last", "compile"):
+            if not isinstance(getattr(self, name), bool):
+                out.append(f"{name} must be true or false")
+        out.extend(settings_problems(self.settings))
+        return out
+
+
+def settings_problems(settings: Mapping[str, Any]) -> list[str]:
+    out: list[str] = []
+    for key, value in settings.items():
+        if key not in SETTINGS:
+            out.append(f"unknown setting {key!r} (known: {', '.join(sorted(SETTINGS))})")
+            continue
+        kind = SETTINGS[key][0]
+        ok = _is_int(value) if kind is int else isinstance(value, kind)
+        if not ok:
+            out.append(f"setting {key!r} must be {kind.__name__}, not {value!r}")
+        elif key in _CHOICES and value not in _CHOICES[key]:
+            out.append(f"setting {key!r} must be one of {', '.join(_CHOICES[key])}")
+    return out
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)

@@ -1,0 +1,419 @@
+"""`rocmdoctor tune`: search the knobs for the fastest training settings, then prove it.
+
+Flow: probe the platform once in a child (torch is never imported here) -> plan the search
+space (rocmdoctor.tuners.search) -> an Optuna study with one benchmark child per trial, each
+with its own environment and database folders -> re-measure the baseline and the best
+candidates interleaved (rocmdoctor.tuners.confirm) -> one result dict, schema
+rocmdoctor.tune/1, that the terminal, JSON, HTML and export renderers read.
+
+The same proof by hand: run `rocmdoctor bench` with and without the winning settings a few
+times, alternating, and compare the medians.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import datetime
+import fcntl
+import glob
+import os
+import shutil
+import statistics
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Optional
+
+from rocmdoctor import __version__
+from rocmdoctor.tuners import confirm as cf
+from rocmdoctor.tuners import search as se
+from rocmdoctor.tuners.child import TrialOutcome, run_bench_child
+from rocmdoctor.tuners.knobs import Platform, ProbeError, environment_warnings, probe_platform
+from rocmdoctor.tuners.spec import BenchSpec
+
+if TYPE_CHECKING:
+    import optuna
+
+SCHEMA = "rocmdoctor.tune/1"
+MAX_DUPLICATES = 20  # consecutive repeats of measured points: the sampler has converged
+Event = Callable[[str, dict[str, Any]], None]
+
+class TuneError(Exception):
+    """The tune cannot start or go on: one line for the user (exit 2)."""
+
+
+class _TrialFailed(Exception):
+    pass
+
+
+class _TrialSkipped(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class TuneOptions:
+    spec: BenchSpec
+    budget_s: float = 900.0
+    max_trials: Optional[int] = None
+    space: str = "default"
+    keep_precision: bool = False
+    batch_sizes: tuple[int, ...] = ()
+    study: Optional[str] = None
+    storage: Optional[str] = None
+    trial_timeout_s: Optional[float] = None
+    confirm_rounds: int = 3
+    confirm_max_rounds: Optional[int] = None  # default: twice confirm_rounds
+    confirm_top: int = 2
+    python: Optional[str] = None
+    seed: int = 0
+    allow_test_knobs: bool = False
+
+
+def metrics_of(result: Mapping[str, Any]) -> dict[str, Any]:
+    """The figures a tune keeps from a bench result (schema rocmdoctor.bench/1)."""
+    metrics = result.get("metrics") or {}
+    tput = metrics.get("throughput") or {}
+    memory = metrics.get("memory") or {}
+    device_mem = memory.get("peak_reserved_bytes")
+    return {
+        "throughput": tput.get("median"), "p10": tput.get("p10"), "p90": tput.get("p90"),
+        "cv": tput.get("cv"), "unit": metrics.get("unit", "samples"),
+        "memory_bytes": device_mem if device_mem is not None else
+        memory.get("host_peak_rss_bytes"),
+        "memory_kind": "device peak reserved" if device_mem is not None else "host peak RSS",
+        "energy_per_sample_j": (metrics.get("power") or {}).get("energy_per_sample_j"),
+        "first_step_s": (result.get("warmup") or {}).get("first_step_s"),
+        "windows": [w.get("samples_per_s") for w in result.get("windows") or []],
+        "unsupported": ((result.get("environment") or {}).get("knobs") or {}).get(
+            "unsupported") or {},
+    }
+
+
+def trial_dict(trial: optuna.trial.FrozenTrial) -> dict[str, Any]:
+    attrs = trial.user_attrs
+    metrics = attrs.get("metrics") or {}
+    return {
+        "number": trial.number, "params": dict(trial.params),
+        "state": attrs.get("state") or se.unrecorded_state(trial),
+        "message": attrs.get("message", ""), "stderr_tail": attrs.get("stderr_tail", ""),
+        "baseline": bool(attrs.get("baseline")), "retry_of": attrs.get("retry_of"),
+        "started_at": attrs.get("started_at"), "wall_s": attrs.get("wall_s"),
+        "one_time_s": attrs.get("one_time_s"), "dir": attrs.get("dir"),
+        "env": attrs.get("env") or {}, "precision": (attrs.get("spec") or {}).get("precision"),
+        "throughput": metrics.get("throughput"), "p10": metrics.get("p10"),
+        "p90": metrics.get("p90"), "cv": metrics.get("cv"), "unit": metrics.get("unit"),
+        "memory_bytes": metrics.get("memory_bytes"), "memory_kind": metrics.get("memory_kind"),
+        "energy_per_sample_j": metrics.get("energy_per_sample_j"),
+        "first_step_s": metrics.get("first_step_s"), "windows": metrics.get("windows") or [],
+        "unsupported": metrics.get("unsupported") or {},
+    }
+
+
+@contextlib.contextmanager
+def _study_lock(folder: str, name: str) -> Iterator[None]:
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, "lock"), "w", encoding="utf-8") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            raise TuneError(f"another rocmdoctor tune is running study {name!r}") from None
+        yield
+
+
+class Tuner:
+    """One `rocmdoctor tune` run. `env` is the environment the trials inherit."""
+
+    def __init__(self, options: TuneOptions, env: Mapping[str, str],
+                 on_event: Optional[Event] = None,
+                 probe: Callable[[str, Optional[str], Mapping[str, str]], Platform]
+                 = probe_platform) -> None:
+        self.o = options
+        self.env = dict(env)
+        self.emit: Event = on_event or (lambda kind, data: None)
+        self.probe = probe
+        self.started = time.monotonic()
+        self.duplicates = 0
+
+    # --- the run ---------------------------------------------------------------------------
+    def run(self) -> dict[str, Any]:
+        spec = self.o.spec
+        problems = spec.problems()
+        if problems:
+            raise TuneError("; ".join(problems))
+        try:
+            self.platform = self.probe(spec.device, self.o.python, self.env)
+        except ProbeError as exc:
+            raise TuneError(str(exc)) from None
+        try:
+            self.space = se.plan_space(self.platform, spec, self.env, self.o.space,
+                                       self.o.keep_precision, self.o.batch_sizes,
+                                       self.o.allow_test_knobs)
+        except ValueError as exc:
+            raise TuneError(str(exc)) from None
+        if not self.space.knobs:
+            raise TuneError("nothing to search here: " + "; ".join(
+                f"{k}: {r}" for k, r in self.space.skipped))
+        name = self.o.study or se.study_name(spec, self.space, self.platform,
+                                             self.o.keep_precision)
+        self.study_dir = os.path.join(se.cache_dir(self.env), name)
+        storage = self.o.storage or se.default_storage(self.env, name)
+        with _study_lock(self.study_dir, name):
+            self.sampler = se.make_sampler(self.space, self.o.max_trials, self.o.seed)
+            try:
+                self.study = se.open_study(name, storage, self.space, spec.to_dict(),
+                                           self.sampler)
+            except se.StudyMismatch as exc:
+                raise TuneError(str(exc)) from None
+            except Exception as exc:  # noqa: BLE001 - a storage URL is outside input
+                first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+                raise TuneError(f"cannot open the study storage {storage}: {first}") from None
+            requeued = se.recover(self.study)
+            self.emit("plan", {"platform": self.platform.to_dict(), "study": name,
+                               "storage": storage, "space": self.space.to_dict(),
+                               "sampler": type(self.sampler).__name__, "requeued": requeued,
+                               "finished": len(self._done()), "total": self._total()})
+            self._search()
+            confirmation = self._confirm()
+            result = self._result(name, storage, confirmation, requeued)
+            self._clean(result)
+        self.emit("done", {"result": result})
+        return result
+
+    # --- search ----------------------------------------------------------------------------
+    def _trials(self) -> list[dict[str, Any]]:
+        return [trial_dict(t) for t in self.study.get_trials(deepcopy=False)]
+
+    def _done(self) -> list[dict[str, Any]]:
+        return [t for t in self._trials() if t["state"] in se.DONE_STATES]
+
+    def _total(self) -> Optional[int]:
+        """Trials this tune will run at most, when known (TPE without --max-trials stops on
+        the budget)."""
+        import optuna
+
+        size = self.space.size()
+        if self.o.max_trials:
+            return min(size, self.o.max_trials)
+        return size if isinstance(self.sampler, optuna.samplers.BruteForceSampler) else None
+
+    def _baseline(self) -> Optional[dict[str, Any]]:
+        return next((t for t in self._trials() if t["baseline"] and t["state"] == "ok"), None)
+
+    def _typical_wall(self) -> float:
+        walls = [t["wall_s"] for t in self._done() if t["state"] == "ok" and t["wall_s"]]
+        return statistics.median(walls) if walls else 60.0
+
+    def time_left(self) -> float:
+        return self.o.budget_s - (time.monotonic() - self.started)
+
+    def _search_over(self) -> bool:
+        done = self._done()
+        if self.o.max_trials and len(done) >= self.o.max_trials:
+            return True
+        if len({se.params_key(t["params"]) for t in done}) >= self.space.size():
+            return True
+        if self.duplicates >= MAX_DUPLICATES:
+            return True
+        # The budget binds once your settings have run (ok or not): there is always a baseline.
+        reserve = (self.o.confirm_top + 1) * self.o.confirm_rounds * self._typical_wall()
+        return any(t["baseline"] for t in done) and \
+            self.time_left() < self._typical_wall() + reserve
+
+    def _search(self) -> None:
+        if self._search_over():
+            return
+
+        def after(study: optuna.Study, _trial: optuna.trial.FrozenTrial) -> None:
+            if self._search_over():
+                study.stop()
+
+        self.study.optimize(self._objective, callbacks=[after],
+                            catch=(_TrialFailed, _TrialSkipped))
+
+    def _timeout(self, plan: se.TrialPlan) -> float:
+        if self.o.trial_timeout_s:
+            return self.o.trial_timeout_s
+        base = self._baseline()
+        limit = 900.0 if base is None else min(1200.0, max(120.0, 6 * (base["wall_s"] or 60)))
+        return limit * (2 if plan.tunableop or plan.spec.compile else 1)
+
+    def _objective(self, trial: optuna.Trial) -> float:
+        try:
+            return self._trial(trial)
+        except KeyboardInterrupt:
+            with contextlib.suppress(Exception):
+                trial.set_user_attr("state", "interrupted")
+                trial.set_user_attr("message", "interrupted (Ctrl-C); it runs again on resume")
+            raise
+
+    def _trial(self, trial: optuna.Trial) -> float:
+        import optuna
+
+        params = se.suggest(trial, self.space)
+        if se.params_key(params) in se.done_keys(self.study):
+            self.duplicates += 1
+            trial.set_user_attr("state", "duplicate")
+            trial.set_user_attr("message", "already measured; not run again")
+            raise _TrialSkipped("duplicate")
+        self.duplicates = 0
+        trial_dir = os.path.join(self.study_dir, "trials", str(trial.number))
+        plan = se.materialize(self.space, params, self.o.spec, self.platform, self.env,
+                              trial_dir)
+        best = max((t["throughput"] for t in self._done() if t["state"] == "ok"), default=None)
+        pruner = None if trial.user_attrs.get("baseline") else \
+            se.WindowPruner(best, report=trial.report)
+        for key, value in {"started_at": time.time(), "dir": trial_dir, "env": plan.env,
+                           "spec": plan.spec.to_dict()}.items():
+            trial.set_user_attr(key, value)
+        self.emit("trial-start", {"number": trial.number, "params": params,
+                                  "changes": self._changes(params), "finished": len(self._done()),
+                                  "total": self._total(), "time_left": self.time_left()})
+        outcome, one_time = self._run_plan(plan, self._timeout(plan), pruner)
+        trial.set_user_attr("state", outcome.state)
+        trial.set_user_attr("message", outcome.message)
+        trial.set_user_attr("wall_s", outcome.wall_s)
+        if outcome.state != "ok":
+            trial.set_user_attr("stderr_tail", se.trimmed_tail(outcome.stderr_tail))
+        metrics: dict[str, Any] = metrics_of(outcome.result) if outcome.result else \
+            {"windows": pruner.windows if pruner else []}
+        trial.set_user_attr("metrics", metrics)
+        trial.set_user_attr("one_time_s", one_time if one_time is not None
+                            else metrics.get("first_step_s"))
+        self.emit("trial-end", {"number": trial.number, "params": params,
+                                "changes": self._changes(params), "state": outcome.state,
+                                "message": outcome.message, "metrics": metrics,
+                                "best": max(best or 0.0, metrics.get("throughput") or 0.0) or None,
+                                "finished": len(self._done()), "total": self._total(),
+                                "time_left": self.time_left()})
+        if outcome.state == "ok":
+            return float(metrics["throughput"])
+        if outcome.state == "pruned":
+            raise optuna.TrialPruned(outcome.message)
+        raise _TrialFailed(outcome.message)
+
+    def _run_plan(self, plan: se.TrialPlan, timeout: float,
+                  on_window: Optional[Callable[[int, float], bool]]
+                  ) -> tuple[TrialOutcome, Optional[float]]:
+        """Run one configuration; TunableOp first tunes (once per folder), then replays."""
+        for path in plan.dirs.values():
+            os.makedirs(path if not path.endswith(".csv") else os.path.dirname(path),
+                        exist_ok=True)
+        one_time: Optional[float] = None
+        env = plan.env
+        if plan.tunableop:
+            pattern = plan.dirs["PYTORCH_TUNABLEOP_FILENAME"].replace("%d", "*")
+            if not glob.glob(pattern):
+                tuning = run_bench_child(dataclasses.replace(plan.spec, steps=1, warmup=1),
+                                         se.tunableop_env(plan, True), timeout,
+                                         python=self.o.python)
+                one_time = tuning.wall_s
+                if tuning.state != "ok":
+                    return tuning, one_time
+            env = se.tunableop_env(plan, False)
+        outcome = run_bench_child(plan.spec, env, timeout, on_window=on_window,
+                                  python=self.o.python)
+        return outcome, one_time
+
+    def _changes(self, params: Mapping[str, str]) -> dict[str, str]:
+        base = self.space.baseline_params()
+        return {k: v for k, v in params.items() if base.get(k) != v}
+
+    # --- confirmation ----------------------------------------------------------------------
+    def _confirm(self) -> dict[str, Any]:
+        base = self._baseline()
+        picked = [] if base is None else cf.pick_candidates(
+            base, [t for t in self._done() if t["state"] == "ok"], self.o.confirm_top,
+            self.o.spec.precision)
+        stored: list[dict[str, Any]] = list(self.study.user_attrs.get("confirm_runs", []))
+        if base is not None and picked:
+            self.emit("confirm-start", {"keys": [base["number"]] + [t["number"] for t in picked],
+                                        "rounds": self.o.confirm_rounds})
+
+        def measure(t: dict[str, Any], round_index: int) -> Optional[float]:
+            plan = se.materialize(self.space, t["params"], self.o.spec, self.platform,
+                                  self.env, t["dir"])
+            outcome, _ = self._run_plan(plan, self._timeout(plan), None)
+            value = metrics_of(outcome.result)["throughput"] if outcome.result else None
+            stored.append({"trial": t["number"], "round": round_index, "throughput": value,
+                           "state": outcome.state, "at": time.time()})
+            self.study.set_user_attr("confirm_runs", stored)
+            self.emit("confirm-run", {"trial": t["number"], "round": round_index,
+                                      "state": outcome.state, "throughput": value,
+                                      "baseline": base is not None and t is base,
+                                      "time_left": self.time_left()})
+            return value
+
+        def time_for_round(keys: int) -> bool:
+            return self.time_left() >= keys * self._typical_wall()
+
+        confirmation = cf.confirm(base, picked, stored, measure, self.o.confirm_rounds,
+                                  self.o.confirm_max_rounds or 2 * self.o.confirm_rounds,
+                                  time_for_round)
+        for cand in confirmation["candidates"]:
+            cand["changes"] = self._changes(cand["params"])
+        return confirmation
+
+    # --- result ----------------------------------------------------------------------------
+    def _result(self, name: str, storage: str, confirmation: dict[str, Any],
+                requeued: list[int]) -> dict[str, Any]:
+        from rocmdoctor.tuners.export import how_to_apply
+
+        trials = self._trials()
+        winners = [c for c in confirmation["candidates"] if c["winner"]]
+        best = max(winners, key=lambda c: c["speedup"], default=None)
+        same = max((c for c in winners if c["precision"] == self.o.spec.precision),
+                   key=lambda c: c["speedup"], default=None)
+        apply = None
+        if best is not None:
+            t = next(t for t in trials if t["number"] == best["trial"])
+            apply = how_to_apply(self.space.to_dict(), best["params"], t["env"],
+                                 self.platform.kind, self.o.spec)
+        warnings = environment_warnings(self.env)
+        if requeued:
+            warnings.append(f"trial(s) {', '.join(map(str, requeued))} were interrupted last "
+                            "time and ran again")
+        if best is not None:
+            summary = (f"trial {best['trial']} ({_changes_text(best['changes'])}) is faster than "
+                       f"your settings: {best['why']}")
+        else:
+            summary = confirmation.get("reason") or \
+                "no configuration beat your current settings beyond the measured noise"
+        return {
+            "schema": SCHEMA, "tool_version": __version__,
+            "created_at": datetime.datetime.now(datetime.timezone.utc).isoformat(
+                timespec="seconds"),
+            "study": {"name": name, "storage": storage, "dir": self.study_dir,
+                      "sampler": type(self.sampler).__name__, "seed": self.o.seed},
+            "workload": self.o.spec.to_dict(), "platform": self.platform.to_dict(),
+            "space": self.space.to_dict(), "budget_s": self.o.budget_s,
+            "elapsed_s": time.monotonic() - self.started, "warnings": warnings,
+            "trials": trials, "baseline": self._baseline(), "confirmation": confirmation,
+            "verdict": {"winner": best is not None, "summary": summary, "best_overall": best,
+                        "best_same_precision": same,
+                        "precision": self.o.spec.precision},
+            "effects": cf.knob_effects(trials, self.space.to_dict()["knobs"]),
+            "apply": apply,
+        }
+
+    def _clean(self, result: dict[str, Any]) -> None:
+        """Keep the tuned databases of the baseline and the confirmed candidates only."""
+        conf = result["confirmation"]
+        keep = {conf.get("baseline_trial")} | {c["trial"] for c in conf["candidates"]}
+        for t in result["trials"]:
+            path = t.get("dir")
+            if t["number"] in keep or not path or not os.path.isdir(path):
+                continue
+            if os.path.dirname(os.path.dirname(path)) == self.study_dir:
+                shutil.rmtree(path, ignore_errors=True)
+
+
+def _changes_text(changes: Mapping[str, str]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in changes.items()) or "your settings"
+
+
+def run_tune(options: TuneOptions, env: Mapping[str, str],
+             on_event: Optional[Event] = None) -> dict[str, Any]:
+    """Tune and return the result (schema rocmdoctor.tune/1); TuneError for a one-line
+    failure, KeyboardInterrupt passes through (the study keeps every finished trial)."""
+    return Tuner(options, env, on_event).run()

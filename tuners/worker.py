@@ -1,0 +1,331 @@
+"""The benchmark child process: `python -m rocmdoctor.tuners.worker` reads a BenchSpec as JSON
+on stdin, trains on synthetic data and prints JSON-line events on stdout (protocol in
+rocmdoctor.tuners.child). Exit codes: 0 result, 2 bad spec / no GPU, 3 out of memory,
+1 anything else (traceback on stderr).
+
+Method: warm-up steps are timed one by one with a sync after each (the first includes MIOpen
+find / cuDNN benchmark / torch.compile cost) and excluded. Measured steps run in windows; on
+a GPU each step is bracketed by device events and the host waits only at the end of a window,
+so the measurement adds no host syncs. On the CPU, time.perf_counter per step.
+
+Test-only fault injection, never for users: ROCMDOCTOR_TEST_FAULT=crash (SIGSEGV when warm-up
+starts), hang (sleep forever when warm-up starts), oom (an out-of-memory error in a step).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import json
+import os
+import resource
+import signal
+import sys
+import time
+from typing import IO, Any, Callable
+
+from rocmdoctor import __version__
+from rocmdoctor.tuners.environment import (
+    amdsmi_handle,
+    apply_settings,
+    device_info,
+    effective_flags,
+    knob_env,
+)
+from rocmdoctor.tuners.metrics import noise_warning, step_stats, window_sizes
+from rocmdoctor.tuners.peaks import peak_for
+from rocmdoctor.tuners.spec import BenchSpec
+
+SCHEMA = "rocmdoctor.bench/1"
+EXIT_ERROR, EXIT_OOM = 2, 3
+OOM_TEXT = ("out of memory", "hipErrorOutOfMemory", "can't allocate memory",
+            "CUDNN_STATUS_ALLOC_FAILED")
+
+
+class SetupError(Exception):
+    """The benchmark cannot run as asked (no GPU, bad workload): exit 2, one line."""
+
+
+def is_oom(exc: BaseException) -> bool:
+    """torch.OutOfMemoryError / MemoryError, or an error whose text says memory ran out."""
+    if isinstance(exc, MemoryError):
+        return True
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    return "OutOfMemoryError" in names or is_oom_text(str(exc))
+
+
+def is_oom_text(text: str) -> bool:
+    return any(marker.lower() in text.lower() for marker in OOM_TEXT)
+
+
+def main() -> int:
+    proto = _protocol_stream()
+
+    def emit(event: dict[str, Any]) -> None:
+        proto.write(json.dumps(event, default=str) + "\n")
+        proto.flush()
+
+    try:
+        spec = BenchSpec.from_dict(json.loads(sys.stdin.read() or "{}"))
+    except (ValueError, TypeError) as exc:
+        emit({"event": "error", "message": f"bad spec: {exc}"})
+        return EXIT_ERROR
+    problems = spec.problems()
+    if problems:
+        emit({"event": "error", "message": "; ".join(problems)})
+        return EXIT_ERROR
+    try:
+        result = run(spec, emit, os.environ.get("ROCMDOCTOR_TEST_FAULT", ""))
+    except SetupError as exc:
+        emit({"event": "error", "message": str(exc)})
+        return EXIT_ERROR
+    except BaseException as exc:  # noqa: BLE001 - classify, then re-raise the rest
+        if not is_oom(exc):
+            raise
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        emit({"event": "oom", "batch_size": spec.batch_size, "message": first[:500]})
+        print(f"rocmdoctor bench: out of memory at batch {spec.batch_size}: {first[:300]}",
+              file=sys.stderr)
+        return EXIT_OOM
+    emit({"event": "result", "result": result})
+    return 0
+
+
+def _protocol_stream() -> IO[str]:
+    """Keep the real stdout for protocol lines; send stray prints (user code) to stderr."""
+    sys.stdout.flush()
+    proto = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return proto
+
+
+def run(spec: BenchSpec, emit: Callable[[dict[str, Any]], None], fault: str) -> dict[str, Any]:
+    started = time.monotonic()
+    import torch
+
+    from rocmdoctor.tuners import flops, power
+    from rocmdoctor.tuners.workloads import WorkloadError, build_workload
+
+    device = _pick_device(torch, spec.device)
+    applied, unsupported = apply_settings(torch, spec)
+    torch.manual_seed(int(spec.settings.get("seed", 0)))
+    try:
+        work = build_workload(spec)
+    except WorkloadError as exc:
+        raise SetupError(str(exc)) from None
+    model = work.model.to(device)
+    inputs, targets = work.make_batch(spec.batch_size, device)
+    if spec.channels_last:
+        model = model.to(memory_format=torch.channels_last)
+        if isinstance(inputs, torch.Tensor) and inputs.dim() == 4:
+            inputs = inputs.contiguous(memory_format=torch.channels_last)
+    optimizer = work.optimizer(list(model.parameters()))
+    amp = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(spec.precision)
+    scaler = torch.amp.GradScaler(device.type) if spec.precision == "fp16" else None
+    runner = model
+    if spec.compile:
+        runner = torch.compile(model, mode=spec.settings.get("compile_mode", "default"))
+
+    def autocast() -> contextlib.AbstractContextManager[Any]:
+        if amp is None:
+            return contextlib.nullcontext()
+        return torch.autocast(device.type, dtype=amp)
+
+    def step() -> None:
+        if fault == "oom":
+            raise getattr(torch, "OutOfMemoryError", MemoryError)(
+                "injected out of memory (ROCMDOCTOR_TEST_FAULT=oom)")
+        optimizer.zero_grad(set_to_none=True)
+        with autocast():
+            loss = work.loss_fn(runner(inputs), targets)
+        if scaler is not None:  # GradScaler.step syncs the host once per step (found_inf)
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
+        else:
+            loss.backward()
+            optimizer.step()
+
+    cuda = device.type == "cuda"
+
+    def sync() -> None:
+        if cuda:
+            torch.cuda.synchronize(device)
+
+    unit_per_step = spec.batch_size * work.units_per_sample
+    emit({"event": "start", "pid": os.getpid(), "device": str(device), "model": spec.model,
+          "source": work.source,
+          "unit": work.unit, "warmup": spec.warmup, "steps": spec.steps})
+    _inject(fault)
+    warm: list[float] = []
+    for i in range(spec.warmup):
+        t0 = time.perf_counter()
+        step()
+        sync()
+        warm.append(time.perf_counter() - t0)
+        emit({"event": "warmup", "step": i + 1, "of": spec.warmup, "step_s": warm[-1]})
+
+    info = device_info(torch, device)
+    extras = bool(spec.settings.get("extras", True))
+    if not extras:
+        source, reasons = None, ["not measured (settings: extras=false)"]
+    elif cuda:
+        source, reasons = power.open_source(info["vendor"], device.index or 0, info.get("uuid"),
+                                            info.get("pci_bus"), amdsmi_handle(torch, device))
+    else:
+        source, reasons = None, ["power is measured on GPUs only"]
+    sampler = power.PowerSampler(source, hz=20.0, reasons=reasons)
+    step_s: list[float] = []
+    windows: list[dict[str, Any]] = []
+    sizes = window_sizes(spec.steps)
+    sampler.start()
+    for index, size in enumerate(sizes):
+        times = _timed_window(torch, step, size, cuda)
+        step_s.extend(times)
+        rate = unit_per_step * size / sum(times)
+        windows.append({"index": index, "steps": size, "seconds": sum(times),
+                        "samples_per_s": rate})
+        emit({"event": "window", "index": index, "of": len(sizes), "steps": size,
+              "seconds": sum(times), "samples_per_s": rate, "unit": work.unit})
+    power_summary = sampler.stop(samples_measured=spec.batch_size * spec.steps)
+
+    stats = step_stats(step_s, unit_per_step)
+    memory = _memory(torch, device, info)
+    if extras:
+        flop_info = _count_flops(flops, model, inputs, targets, work.loss_fn, autocast,
+                                 spec.batch_size)
+        gemm = _gemm(flops, torch, device, spec.precision)
+    else:
+        skipped = "not measured (settings: extras=false)"
+        flop_info = {"per_sample_forward": None, "per_sample_train": None, "reason": skipped}
+        gemm = {"tflops": None, "reason": skipped}
+    mfu = _mfu(stats, flop_info, gemm, info["name"], spec.precision, work.units_per_sample)
+    warnings = [w for w in (noise_warning(stats),) if w]
+    if power_summary["samples"] and power_summary["samples"] < 10:
+        warnings.append(f"only {power_summary['samples']} power samples: the measured run is "
+                        "too short for a steady power figure; use more --steps")
+    return {
+        "schema": SCHEMA, "tool_version": __version__,
+        "created_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "spec": spec.to_dict(),
+        "environment": {**info, "knobs": {"env": knob_env(), "settings": applied,
+                                          "unsupported": unsupported,
+                                          "effective": effective_flags(torch)}},
+        "workload": {"model": spec.model, "source": work.source, "notes": work.notes,
+                     "parameters": sum(p.numel() for p in model.parameters()),
+                     "unit": work.unit, "samples_per_step": unit_per_step,
+                     "units_per_sample": work.units_per_sample,
+                     "optimizer": work.optimizer_name, "amp_dtype": spec.precision
+                     if amp is not None else None, "grad_scaler": scaler is not None},
+        "warmup": {"steps": spec.warmup, "first_step_s": warm[0], "step_s": warm,
+                   "total_s": sum(warm)},
+        "windows": windows,
+        "metrics": {"unit": work.unit, "timing": "device events" if cuda else "perf_counter",
+                    **stats, "memory": memory, "power": power_summary, "flops": flop_info,
+                    "mfu": mfu},
+        "warnings": warnings,
+        "wall_s": time.monotonic() - started,
+    }
+
+
+def _inject(fault: str) -> None:
+    if fault == "crash":
+        os.kill(os.getpid(), signal.SIGSEGV)
+    elif fault == "hang":
+        while True:
+            time.sleep(3600)
+
+
+def _timed_window(torch: Any, step: Callable[[], None], size: int, cuda: bool) -> list[float]:
+    if not cuda:
+        times = []
+        for _ in range(size):
+            t0 = time.perf_counter()
+            step()
+            times.append(time.perf_counter() - t0)
+        return times
+    events = [torch.cuda.Event(enable_timing=True) for _ in range(size + 1)]
+    events[0].record()
+    for k in range(size):
+        step()
+        events[k + 1].record()
+    events[-1].synchronize()  # the only host wait of the window
+    return [events[k].elapsed_time(events[k + 1]) / 1000.0 for k in range(size)]
+
+
+def _pick_device(torch: Any, wanted: str) -> Any:
+    if wanted == "cpu" or (wanted == "auto" and not torch.cuda.is_available()):
+        return torch.device("cpu")
+    if not torch.cuda.is_available():
+        build = (f"ROCm {torch.version.hip}" if torch.version.hip else
+                 f"CUDA {torch.version.cuda}" if torch.version.cuda else None)
+        why = (f"torch {torch.__version__} is a CPU-only build" if build is None else
+               f"torch {torch.__version__} ({build}) sees no GPU; `rocmdoctor check` says why")
+        raise SetupError(f"--device cuda: no GPU: {why}")
+    return torch.device("cuda", torch.cuda.current_device())
+
+
+def _memory(torch: Any, device: Any, info: dict[str, Any]) -> dict[str, Any]:
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
+    if device.type != "cuda":
+        return {"peak_allocated_bytes": None, "peak_reserved_bytes": None,
+                "device_total_bytes": None, "host_peak_rss_bytes": rss,
+                "reason": "device memory is measured on GPUs only"}
+    return {"peak_allocated_bytes": torch.cuda.max_memory_allocated(device),
+            "peak_reserved_bytes": torch.cuda.max_memory_reserved(device),
+            "device_total_bytes": info["total_memory_bytes"], "host_peak_rss_bytes": rss,
+            "reason": None}
+
+
+def _count_flops(flops: Any, model: Any, inputs: Any, targets: Any, loss_fn: Any,
+                 autocast: Any, batch: int) -> dict[str, Any]:
+    out: dict[str, Any] = {"method": "torch.utils.flop_counter.FlopCounterMode, eager model",
+                           "per_sample_forward": None, "per_sample_train": None, "reason": None}
+    try:
+        forward, total = flops.training_step_flops(model, inputs, targets, loss_fn, autocast)
+    except Exception as exc:  # noqa: BLE001 - MFU is optional, the throughput is not
+        out["reason"] = f"FLOP counting failed: {type(exc).__name__}: {str(exc)[:200]}"
+        return out
+    out["per_sample_forward"] = forward / batch
+    out["per_sample_train"] = total / batch
+    return out
+
+
+def _gemm(flops: Any, torch: Any, device: Any, precision: str) -> dict[str, Any]:
+    cuda = device.type == "cuda"
+    try:
+        return {**flops.measure_gemm_tflops(device, precision, 8192 if cuda else 1024,
+                                            seconds=0.5 if cuda else 0.2), "reason": None}
+    except Exception as exc:  # noqa: BLE001
+        return {"tflops": None, "reason": f"GEMM measurement failed: {type(exc).__name__}: "
+                                          f"{str(exc)[:200]}"}
+    finally:
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
+
+
+def _mfu(stats: dict[str, Any], flop_info: dict[str, Any], gemm: dict[str, Any],
+         device_name: str, precision: str, units_per_sample: int) -> dict[str, Any]:
+    per_sample = flop_info.get("per_sample_train")
+    # FLOP/s over the whole measured run: all samples over all measured time (the mean),
+    # not the median step, which a noisy machine can push above any sustained rate.
+    samples_per_s = stats["throughput"]["mean"] / units_per_sample
+    achieved = per_sample * samples_per_s / 1e12 if per_sample else None
+    spec_peak = peak_for(device_name, precision)
+    out: dict[str, Any] = {
+        "achieved_tflops": achieved, "throughput_basis": "mean",
+        "spec_peak_tflops": spec_peak.tflops, "spec_dtype": spec_peak.dtype,
+        "spec_source": spec_peak.peak.source if spec_peak.peak else None,
+        "spec_note": spec_peak.reason,
+        "vs_spec": achieved / spec_peak.tflops if achieved and spec_peak.tflops else None,
+        "gemm": gemm,
+        "vs_measured_gemm": (achieved / gemm["tflops"] if achieved and gemm.get("tflops")
+                             else None),
+        "reason": flop_info.get("reason"),
+    }
+    return out
+
+
+if __name__ == "__main__":
+    sys.exit(main())
