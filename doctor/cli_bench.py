@@ -51,7 +51,9 @@ def bench_command(
     model: str = typer.Option("resnet50", "--model",
                               help="resnet50, vit_b_16, gpt2, tinycnn, or pkg.module:factory."),
     batch_size: int = typer.Option(64, "--batch-size", min=1, help="Samples per step."),
-    precision: str = typer.Option("fp32", "--precision", help="fp32 | tf32 | bf16 | fp16."),
+    precision: str = typer.Option(
+        "fp32", "--precision",
+        help="fp32 (PyTorch defaults) | fp32-strict (no TF32) | tf32 | bf16 | fp16."),
     channels_last: bool = typer.Option(False, "--channels-last", help="NHWC memory format."),
     compile_model: bool = typer.Option(False, "--compile", help="torch.compile the model."),
     steps: int = typer.Option(50, "--steps", min=1, help="Measured steps."),

@@ -101,7 +101,8 @@ def _check_sane(result: dict[str, Any], spec: BenchSpec, unit: str) -> None:
     assert m["power"]["reason"] == "power is measured on GPUs only"
     env = result["environment"]
     assert env["device"] == "cpu" and env["torch"].startswith("2.")
-    assert env["knobs"]["effective"]["matmul.allow_tf32"] is False  # fp32 = strict FP32
+    # fp32 keeps PyTorch's defaults: no TF32 for matmuls, TF32 allowed for cuDNN convolutions.
+    assert env["knobs"]["effective"]["matmul.allow_tf32"] is False
 
 
 def test_tinycnn_result_is_sane(outcomes: dict[str, Any]) -> None:
@@ -218,9 +219,9 @@ def test_bad_spec_is_an_error_without_a_child() -> None:
     assert outcome.state == "error"
     assert outcome.returncode is None
     assert outcome.message == (
-        "unknown precision 'fp8' (one of fp32, tf32, bf16, fp16); unknown setting "
+        "unknown precision 'fp8' (one of fp32, fp32-strict, tf32, bf16, fp16); unknown setting "
         "'warp_speed' (known: compile_mode, cudnn_benchmark, cudnn_enabled, deterministic, "
-        "extras, matmul_precision, miopen_immediate, num_threads, preferred_blas, seed, tf32)")
+        "extras, matmul_precision, min_warmup_s, miopen_immediate, num_threads, preferred_blas, seed, tf32)")
 
 
 def test_worker_itself_rejects_unknown_settings() -> None:

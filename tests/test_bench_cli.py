@@ -67,8 +67,8 @@ def test_device_cuda_without_gpu_is_one_line_and_exit_2(runs: dict[str, Any]) ->
 def test_bad_usage_exits_2_before_any_child() -> None:
     proc = cli("bench", "--precision", "fp8", "--set", "num_threads=2")
     assert proc.returncode == 2
-    assert proc.stderr == "rocmdoctor: error: unknown precision 'fp8' (one of fp32, tf32, " \
-                          "bf16, fp16)\n"
+    assert proc.stderr == "rocmdoctor: error: unknown precision 'fp8' (one of fp32, " \
+                          "fp32-strict, tf32, bf16, fp16)\n"
     proc = cli("bench", "--set", "turbo=1")
     assert proc.returncode == 2 and proc.stderr.startswith("rocmdoctor: error: --set 'turbo=1'")
 

@@ -25,7 +25,10 @@ def apply_settings(torch: Any, spec: BenchSpec) -> tuple[dict[str, Any], dict[st
     """Apply precision-implied TF32 and then spec.settings; return applied and unsupported."""
     applied: dict[str, Any] = {}
     unsupported: dict[str, str] = {}
-    if spec.precision in ("fp32", "tf32"):  # fp32 means strict FP32: TF32 off for both
+    # fp32 keeps PyTorch's defaults, which is what a user's script gets (matmul TF32 off,
+    # cuDNN convolutions allowed TF32: docs.pytorch.org/docs/stable/notes/cuda.html
+    # "TensorFloat-32 (TF32) on Ampere (and later) devices").
+    if spec.precision in ("fp32-strict", "tf32"):
         tf32 = spec.precision == "tf32"
         torch.backends.cuda.matmul.allow_tf32 = tf32
         torch.backends.cudnn.allow_tf32 = tf32

@@ -30,9 +30,10 @@ CODE_LINES: dict[tuple[str, str], tuple[str, ...]] = {
                            "scaler.update()"),
     ("precision", "tf32"): ("torch.backends.cuda.matmul.allow_tf32 = True",
                            "torch.backends.cudnn.allow_tf32 = True"),
-    ("precision", "fp32"): ("# no autocast, and TF32 off:",
-                           "torch.backends.cuda.matmul.allow_tf32 = False",
-                           "torch.backends.cudnn.allow_tf32 = False"),
+    ("precision", "fp32"): ("# no autocast; PyTorch's default TF32 settings",),
+    ("precision", "fp32-strict"): ("# no autocast, and TF32 off:",
+                                  "torch.backends.cuda.matmul.allow_tf32 = False",
+                                  "torch.backends.cudnn.allow_tf32 = False"),
     ("channels_last", "on"): ("model = model.to(memory_format=torch.channels_last)",
                               "images = images.to(memory_format=torch.channels_last)"
                               "  # every batch"),

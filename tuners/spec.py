@@ -12,7 +12,9 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 BUILTIN_MODELS = ("resnet50", "vit_b_16", "gpt2", "tinycnn")
-PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
+# fp32 = PyTorch's defaults (cuDNN convolutions may use TF32, matmuls do not);
+# fp32-strict = TF32 off everywhere; tf32 = TF32 on everywhere.
+PRECISIONS = ("fp32", "fp32-strict", "tf32", "bf16", "fp16")
 DEVICES = ("auto", "cuda", "cpu")
 
 # name -> (python type, what the worker does with it). Keep in step with worker._apply_settings.
@@ -33,6 +35,9 @@ SETTINGS: dict[str, tuple[type, str]] = {
     "compile_mode": (str, "torch.compile mode when compile is on: default | reduce-overhead | "
                           "max-autotune | max-autotune-no-cudagraphs"),
     "seed": (int, "torch.manual_seed for the weights and the synthetic data (default 0)"),
+    "min_warmup_s": (float, "after `warmup` steps, keep warming up until the steps after the "
+                            "first have run this long (default 2.0 on a GPU, 0 on the CPU): "
+                            "clocks ramp up again after a long compile or find"),
     "extras": (bool, "False skips FLOP counting, the GEMM peak and power sampling: a fast "
                      "probe (--find-max-batch uses it); default True"),
 }
@@ -110,7 +115,12 @@ def settings_problems(settings: Mapping[str, Any]) -> list[str]:
             out.append(f"unknown setting {key!r} (known: {', '.join(sorted(SETTINGS))})")
             continue
         kind = SETTINGS[key][0]
-        ok = _is_int(value) if kind is int else isinstance(value, kind)
+        if kind is int:
+            ok = _is_int(value)
+        elif kind is float:
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0
+        else:
+            ok = isinstance(value, kind)
         if not ok:
             out.append(f"setting {key!r} must be {kind.__name__}, not {value!r}")
         elif key in _CHOICES and value not in _CHOICES[key]:
