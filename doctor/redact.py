@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from typing import Any
 
 REDACTED = "<redacted>"
 
@@ -88,8 +89,10 @@ class Redactor:
     serial numbers and UUIDs. Apply it to every string that leaves the machine."""
 
     def __init__(self, user_names: tuple[str, ...] = (), host_names: tuple[str, ...] = (),
-                 home_dirs: tuple[str, ...] = (), enabled: bool = True) -> None:
+                 home_dirs: tuple[str, ...] = (), enabled: bool = True,
+                 homes: bool = True) -> None:
         self.enabled = enabled
+        self.homes = homes
         self.home_dirs = tuple(sorted({h.rstrip("/") for h in home_dirs if len(h) > 1},
                                       key=len, reverse=True))
         # A host name also appears without its domain (shell prompts, rocm-smi, logs).
@@ -107,7 +110,8 @@ class Redactor:
         text = SECRET_VALUE.sub(REDACTED, text)
         for home in self.home_dirs:
             text = text.replace(home, "~")
-        text = HOME.sub("/home/<user>", text)
+        if self.homes:
+            text = HOME.sub("/home/<user>", text)
         text = UUID.sub("<uuid>", text)
         text = SERIAL.sub(lambda m: f"{m.group(1)}{m.group(2)}<serial>", text)
         if self.names is not None:
@@ -118,3 +122,28 @@ class Redactor:
         if not self.enabled:
             return value
         return REDACTED if looks_secret(name, value) else self(value)
+
+
+def redact_tree(value: Any, redactor: Redactor) -> Any:
+    """Redact every string in a JSON-like tree (before escaping, so patterns still match)."""
+    if isinstance(value, str):
+        return redactor(value)
+    if isinstance(value, dict):
+        return {redactor(str(k)): redact_tree(v, redactor) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [redact_tree(v, redactor) for v in value]
+    return value
+
+
+def redact_snapshot(data: dict[str, Any]) -> dict[str, Any]:
+    """What `snapshot` hides by default beyond secret variables: the host name, UUIDs, serial
+    numbers and token-shaped strings wherever they occur. User names and home paths stay:
+    the diagnosis needs them (group membership), and `report` hides them when it publishes."""
+    hostname = str((data.get("platform") or {}).get("hostname") or "")
+    redactor = Redactor(host_names=(hostname,) if hostname != REDACTED else (), homes=False)
+    out = dict(data)
+    for key in ("files", "paths", "dirs", "commands", "python"):
+        if key in out:
+            out[key] = redact_tree(out[key], redactor)
+    out["platform"] = {**(out.get("platform") or {}), "hostname": REDACTED}
+    return out

@@ -12,7 +12,7 @@ from typing import Any, Optional
 
 from rocmdoctor.host import Host
 from rocmdoctor.model import Report, Status
-from rocmdoctor.redact import Redactor
+from rocmdoctor.redact import Redactor, redact_tree
 from rocmdoctor.render_json import report_to_dict
 from rocmdoctor.report_facts import RawSection, ReportFacts
 
@@ -41,13 +41,12 @@ def _amdgpu_version(host: Host) -> str:
 
 
 def _nvidia_version(host: Host) -> Optional[str]:
-    text = host.read_file("/proc/driver/nvidia/version")
-    if not text:
+    from rocmdoctor.facts import nvidia_signals
+    from rocmdoctor.nvidia import nvidia_gpus
+
+    if not nvidia_signals(host):
         return None
-    for token in text.split():
-        if token.count(".") >= 1 and token.replace(".", "").isdigit():
-            return token
-    return None
+    return nvidia_gpus(host).driver_version
 
 
 def _torch_line(probe: Optional[dict[str, Any]]) -> tuple[str, str]:
@@ -289,13 +288,3 @@ def render_report_json(report: Report, host: Host, facts: ReportFacts,
     }
     return json.dumps(redact_tree(data, redactor), indent=2, ensure_ascii=False) + "\n"
 
-
-def redact_tree(value: Any, redactor: Redactor) -> Any:
-    """Redact every string in a JSON-like tree (before escaping, so patterns still match)."""
-    if isinstance(value, str):
-        return redactor(value)
-    if isinstance(value, dict):
-        return {redactor(str(k)): redact_tree(v, redactor) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [redact_tree(v, redactor) for v in value]
-    return value

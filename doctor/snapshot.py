@@ -22,7 +22,7 @@ from rocmdoctor.host import (
     command_key,
 )
 from rocmdoctor.livehost import LiveHost
-from rocmdoctor.redact import REDACTED, capture_env
+from rocmdoctor.redact import REDACTED, capture_env, redact_snapshot
 
 FORMAT = "rocmdoctor-snapshot/1"
 
@@ -108,6 +108,9 @@ def build_snapshot(host: LiveHost, redact: bool = True) -> dict[str, Any]:
     probe = host.python()
     if probe is not None:
         data["python"] = probe
+    if redact:
+        data["platform"]["hostname"] = plat.hostname
+        data = redact_snapshot(data)
     return data
 
 
