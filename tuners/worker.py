@@ -223,8 +223,8 @@ def run(spec: BenchSpec, emit: Callable[[dict[str, Any]], None], fault: str) -> 
                      "units_per_sample": work.units_per_sample,
                      "optimizer": work.optimizer_name, "amp_dtype": spec.precision
                      if amp is not None else None, "grad_scaler": scaler is not None},
-        "warmup": {"steps": spec.warmup, "first_step_s": warm[0], "step_s": warm,
-                   "total_s": sum(warm)},
+        "warmup": {"steps": len(warm), "requested_steps": spec.warmup, "first_step_s": warm[0],
+                   "step_s": warm, "total_s": sum(warm)},
         "windows": windows,
         "metrics": {"unit": work.unit, "timing": "device events" if cuda else "perf_counter",
                     **stats, "memory": memory, "power": power_summary, "flops": flop_info,
