@@ -27,11 +27,12 @@ def step() -> None:
 for _ in range(30):
     step()
 torch.cuda.synchronize()
-for rep in range(3):
+for _ in range(3):
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
     for _ in range(50):
         step()
     end.record()
     end.synchronize()
-    print(f"plain loop, batch {batch}: {50 * batch / (start.elapsed_time(end) / 1000):.1f} images/s")
+    rate = 50 * batch / (start.elapsed_time(end) / 1000)
+    print(f"plain loop, batch {batch}: {rate:.1f} images/s")

@@ -117,13 +117,13 @@ def run(spec: BenchSpec, emit: Callable[[dict[str, Any]], None], fault: str) -> 
     model = work.model.to(device)
     inputs, targets = work.make_batch(spec.batch_size, device)
     if spec.channels_last:
-        model = model.to(memory_format=torch.channels_last)
+        model = model.to(memory_format=torch.channels_last)  # type: ignore[call-overload]
         if isinstance(inputs, torch.Tensor) and inputs.dim() == 4:
             inputs = inputs.contiguous(memory_format=torch.channels_last)
     optimizer = work.optimizer(list(model.parameters()))
     amp = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(spec.precision)
     scaler = torch.amp.GradScaler(device.type) if spec.precision == "fp16" else None
-    runner = model
+    runner: Callable[..., Any] = model
     if spec.compile:
         runner = torch.compile(model, mode=spec.settings.get("compile_mode", "default"))
 
