@@ -76,7 +76,7 @@ def test_usage_errors_exit_2_before_any_work() -> None:
     bad_spec = runner.invoke(_app(), ["--precision", "fp8", "--model", "alexnet"])
     assert bad_spec.exit_code == 2
     assert bad_spec.output.startswith("rocmdoctor: error: unknown model 'alexnet' ")
-    assert "unknown precision 'fp8' (one of fp32, tf32, bf16, fp16)" in bad_spec.output
+    assert "unknown precision 'fp8' (one of fp32, fp32-strict, tf32, bf16, fp16)" in bad_spec.output
 
 
 def test_progress_lines() -> None:
