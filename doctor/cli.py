@@ -250,3 +250,13 @@ def main() -> None:
     except KeyboardInterrupt:
         typer.echo("rocmdoctor: interrupted", err=True)
         sys.exit(130)
+    except Exception as exc:  # a bug of ours: one line, the traceback only when asked
+        import os
+
+        if os.environ.get("ROCMDOCTOR_DEBUG"):
+            raise
+        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        typer.echo(f"rocmdoctor: internal error: {type(exc).__name__}"
+                   + (f": {detail}" if detail else "")
+                   + " (set ROCMDOCTOR_DEBUG=1 to see where; please report it)", err=True)
+        sys.exit(70)

@@ -107,7 +107,9 @@ def _env_choices(var: str, *values: str) -> tuple[tuple[str, Any], ...]:
 
 KNOBS: tuple[Knob, ...] = (
     Knob("precision", "math precision", SPEC,
-         (("fp32", "fp32"), ("tf32", "tf32"), ("bf16", "bf16"), ("fp16", "fp16")),
+         (("fp32", "fp32"), ("tf32", "tf32"), ("bf16", "bf16"), ("fp16", "fp16"),
+          # never searched (PRECISION_SUPPORT leaves it out), only a user's baseline
+          ("fp32-strict", "fp32-strict")),
          PLATFORMS, ("default", "full"), AMP,
          "autocast to bf16/fp16 (fp16 with a GradScaler) or TF32 matmuls; changes numerics",
          changes_numerics=True),
