@@ -14,8 +14,8 @@ from typing import Optional
 
 from rocmdoctor.checks.torch_install import (
     cuda_index_line,
+    imported_torch_skip_reason,
     pip_line,
-    probe_skip_reason,
     torch_of,
 )
 from rocmdoctor.facts import platform_kind
@@ -87,12 +87,10 @@ class TorchArchSupport(Check):
     source = "https://github.com/pytorch/pytorch/blob/main/torch/cuda/__init__.py"
 
     def applies(self, host: Host) -> Optional[str]:
-        reason = probe_skip_reason(host)
+        reason = imported_torch_skip_reason(host)
         if reason:
             return reason
         torch = torch_of(host)
-        if not torch.get("imported"):
-            return "torch does not import (see torch-install)"
         if not (torch.get("hip") or torch.get("cuda")):
             return "CPU build of torch: no GPU code to check"
         if platform_kind(host) == "cpu":

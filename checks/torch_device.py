@@ -11,7 +11,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Optional
 
-from rocmdoctor.checks.torch_install import BUILD_NAMES, build_of, probe_skip_reason, torch_of
+from rocmdoctor.checks.torch_install import (
+    BUILD_NAMES,
+    build_of,
+    imported_torch_skip_reason,
+    torch_of,
+)
 from rocmdoctor.facts import platform_kind
 from rocmdoctor.gpus import GpuAgent, amd_gpus, describe, select
 from rocmdoctor.host import Host
@@ -55,12 +60,10 @@ class TorchDevice(Check):
     source = HIP_VISIBILITY
 
     def applies(self, host: Host) -> Optional[str]:
-        reason = probe_skip_reason(host)
+        reason = imported_torch_skip_reason(host)
         if reason:
             return reason
         torch = torch_of(host)
-        if not torch.get("imported"):
-            return "torch does not import (see torch-install)"
         kind = platform_kind(host)
         if kind == "cpu":
             return "no GPU on this machine"

@@ -30,6 +30,14 @@ def probe_skip_reason(host: Host) -> Optional[str]:
     return None
 
 
+def imported_torch_skip_reason(host: Host) -> Optional[str]:
+    """Why a check of an imported torch does not apply: no probe, or torch does not import."""
+    reason = probe_skip_reason(host)
+    if reason is None and not torch_of(host).get("imported"):
+        reason = "torch does not import (see torch-install)"
+    return reason
+
+
 def torch_of(host: Host) -> dict[str, Any]:
     """The probe's `torch` section ({} when absent)."""
     probe = host.python() or {}

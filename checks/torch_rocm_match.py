@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from rocmdoctor.checks.torch_install import probe_skip_reason, rocm_index_line, torch_of
+from rocmdoctor.checks.torch_install import imported_torch_skip_reason, rocm_index_line, torch_of
 from rocmdoctor.host import Host
 from rocmdoctor.kb import torch_wheels as wheels
 from rocmdoctor.model import Check, CheckResult, Finding, Fix, Status
@@ -45,12 +45,10 @@ class TorchRocmMatch(Check):
     source = wheels.KMD_MATRIX
 
     def applies(self, host: Host) -> Optional[str]:
-        reason = probe_skip_reason(host)
+        reason = imported_torch_skip_reason(host)
         if reason:
             return reason
         torch = torch_of(host)
-        if not torch.get("imported"):
-            return "torch does not import (see torch-install)"
         if not torch.get("hip"):
             kind = "a CUDA" if torch.get("cuda") else "a CPU"
             return f"torch {torch.get('version')} is {kind} build, not a ROCm build"
