@@ -254,7 +254,21 @@ def test_probe_child_dies_with_rocmdoctor(tmp_path: Path) -> None:
 
 # --- the real probe on this machine ------------------------------------------------------------
 
+def _cpu_wheel() -> bool:
+    from importlib import metadata
+
+    try:
+        return metadata.version("torch").endswith("+cpu")
+    except metadata.PackageNotFoundError:
+        return False
+
+
+cpu_wheel_only = pytest.mark.skipif(
+    not _cpu_wheel(), reason="torch here is not the CPU wheel (the GPU machine has its own test)")
+
+
 @pytest.mark.e2e
+@cpu_wheel_only
 def test_real_probe_on_the_installed_cpu_wheel() -> None:
     import torch
 
@@ -273,6 +287,7 @@ def test_real_probe_on_the_installed_cpu_wheel() -> None:
 
 
 @pytest.mark.e2e
+@cpu_wheel_only
 def test_real_probe_through_the_live_host_is_a_cpu_build() -> None:
     from rocmdoctor.checks.torch_install import TorchInstall
     from rocmdoctor.facts import platform_kind
