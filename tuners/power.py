@@ -31,24 +31,26 @@ import re
 import subprocess
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any, Callable, Optional
 
 Reading = tuple[Optional[float], Optional[float]]  # (watts, utilisation %)
 
 
-class PowerSource:
+class PowerSource(ABC):
     name = "none"
 
+    @abstractmethod
     def read(self) -> Reading:
-        raise NotImplementedError
+        """Power in watts and utilisation in percent, each None when unknown."""
 
     def energy_j(self) -> Optional[float]:
         """A cumulative hardware energy counter in joules, when the source has one."""
         return None
 
-    def close(self) -> None:
-        pass
+    def close(self) -> None:  # noqa: B027 - most sources hold nothing to release
+        """Release what the source holds (a handle, a child process)."""
 
 
 class NvmlSource(PowerSource):
