@@ -77,7 +77,8 @@ class RocmPermissions(Check):
             findings.append(Finding.hint(f"{path} does not exist"))
         if not unreadable and not writable:
             return self.passed(
-                f"{checked} ROCm paths under {root} are readable by {user} and none is "
+                f"{checked} ROCm path{'' if checked == 1 else 's'} under {root} "
+                f"{'is' if checked == 1 else 'are'} readable by {user} and none is "
                 "world-writable", findings)
         commands: list[str] = []
         if unreadable:
