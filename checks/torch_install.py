@@ -168,6 +168,10 @@ class TorchInstall(Check):
                                [Finding.error(error)],
                                Fix(f"Install PyTorch with the pip of {python} ({why}).", (line,)))
         meta = (host.python() or {}).get("probe") or {}
+        if int(meta.get("returncode") or 0) in (126, 127) and error.startswith("cannot run "):
+            return self.result(Status.FAIL, error, [Finding.error(error)], Fix(
+                "Point rocmdoctor at the Python that will train.",
+                ("rocmdoctor check --python /path/to/venv/bin/python",)))
         crashed = bool(meta.get("timed_out")) or int(meta.get("returncode") or 0) < 0
         if crashed or torch.get("failed_stage") not in (None, "import"):
             # The probe hung or died: reinstalling is not the known answer.

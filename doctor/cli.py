@@ -70,7 +70,12 @@ def _make_host(from_file: Optional[str], timeout: float, python: Optional[str],
 
 
 def _live_host(timeout: float, python: Optional[str], probe_now: bool = True) -> LiveHost:
+    import shutil
+
     from rocmdoctor.livehost import LiveHost
+
+    if python is not None and shutil.which(python) is None:
+        raise fail(f"--python {python}: no such interpreter (or it is not executable)")
     from rocmdoctor.probe import make_probe, run_probe
 
     if probe_now:  # the child imports torch while the machine checks run
@@ -118,7 +123,7 @@ def check(
     ),
     verbose: bool = typer.Option(False, "-v", "--verbose", help="Show findings and timings."),
     output: Optional[str] = typer.Option(None, "-o", "--output", help="Write to a file."),
-    timeout: float = typer.Option(10.0, "--timeout", help="Seconds each command may run."),
+    timeout: float = typer.Option(10.0, "--timeout", min=0.1, help="Seconds each command may run."),
     python: Optional[str] = typer.Option(
         None, "--python", help="The Python that will train (default: this one)."
     ),
@@ -151,7 +156,7 @@ def snapshot(
     no_redact: bool = typer.Option(
         False, "--no-redact", help="Keep secrets and the host name in the snapshot."
     ),
-    timeout: float = typer.Option(10.0, "--timeout", help="Seconds each command may run."),
+    timeout: float = typer.Option(10.0, "--timeout", min=0.1, help="Seconds each command may run."),
     python: Optional[str] = typer.Option(None, "--python", help="The Python that will train."),
 ) -> None:
     """Capture everything `check` reads, to replay it elsewhere with `check --from`."""
@@ -188,7 +193,7 @@ def report(
     no_redact: bool = typer.Option(
         False, "--no-redact", help="Keep user and host names, home paths, serials and secrets."
     ),
-    timeout: float = typer.Option(10.0, "--timeout", help="Seconds each command may run."),
+    timeout: float = typer.Option(10.0, "--timeout", min=0.1, help="Seconds each command may run."),
     python: Optional[str] = typer.Option(None, "--python", help="The Python that will train."),
 ) -> None:
     """An issue-ready report of this machine (Markdown by default), safe to publish."""

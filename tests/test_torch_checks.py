@@ -526,3 +526,17 @@ def test_wheel_newer_than_the_dkms_driver_is_tested_with_warns() -> None:
             ("pip install --force-reinstall torch torchvision --index-url "
              "https://download.pytorch.org/whl/rocm6.0",)))
     assert r.source == tw.KMD_MATRIX
+
+
+def test_an_interpreter_that_cannot_run_is_named_not_blamed_on_torch() -> None:
+    from rocmdoctor.host import CommandResult
+    from rocmdoctor.probe import interpret
+
+    probe = interpret("/opt/missing/bin/python",
+                      CommandResult(returncode=127, stderr="python: command not found"))
+    result = TorchInstall().run(plain_host(python=probe))
+    error = "cannot run /opt/missing/bin/python: no such interpreter (or it is not executable)"
+    assert whole(result) == (
+        Status.FAIL, error, (Finding.error(error),),
+        Fix("Point rocmdoctor at the Python that will train.",
+            ("rocmdoctor check --python /path/to/venv/bin/python",)))
