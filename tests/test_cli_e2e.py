@@ -47,6 +47,10 @@ def test_version() -> None:
         (["check", "--from", "/nonexistent/snap.json"],
          "rocmdoctor: error: snapshot not found: /nonexistent/snap.json\n"),
         (["check", "--only", "no-such-check"], "rocmdoctor: error: unknown check id: no-such-check"),
+        (["check", "--python", "/nonexistent/python"],
+         "rocmdoctor: error: --python /nonexistent/python: no such interpreter"),
+        (["report", "--format", "pdf"],
+         "rocmdoctor: error: unknown --format 'pdf' (choose markdown, text or json)"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(args: list[str], message: str) -> None:
