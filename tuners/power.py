@@ -49,6 +49,11 @@ class PowerSource(ABC):
         """A cumulative hardware energy counter in joules, when the source has one."""
         return None
 
+    def spawn_args(self) -> Optional[list[str]]:
+        """Arguments for `python -m rocmdoctor.tuners.power_child` that open the same source
+        in another process, or None when it cannot be rebuilt there (a handle from torch)."""
+        return None
+
     def close(self) -> None:  # noqa: B027 - most sources hold nothing to release
         """Release what the source holds (a handle, a child process)."""
 
@@ -60,6 +65,7 @@ class NvmlSource(PowerSource):
         import pynvml
 
         self._nvml = pynvml
+        self._uuid, self._index = uuid, index
         pynvml.nvmlInit()
         if uuid:
             # torch reports the UUID without NVML's "GPU-" prefix; by UUID is right even
@@ -78,6 +84,9 @@ class NvmlSource(PowerSource):
         except Exception:  # noqa: BLE001 - utilisation is optional
             util = None
         return watts, util
+
+    def spawn_args(self) -> Optional[list[str]]:
+        return ["nvml", "--uuid", self._uuid or "", "--index", str(self._index)]
 
     def energy_j(self) -> Optional[float]:
         try:
@@ -147,6 +156,25 @@ class HwmonSource(PowerSource):
         watts = parse_microwatts(_read(self._power_file))
         util = _number((_read(self._busy_file) or "").strip()) if self._busy_file else None
         return watts, util
+
+    def spawn_args(self) -> Optional[list[str]]:
+        return ["hwmon", "--power-file", self._power_file, "--busy-file", self._busy_file or ""]
+
+
+class FakeSource(PowerSource):
+    """Constant readings, for tests of the samplers only."""
+
+    name = "fake"
+
+    def __init__(self, watts: float, util: Optional[float] = None) -> None:
+        self._watts, self._util = watts, util
+
+    def read(self) -> Reading:
+        return self._watts, self._util
+
+    def spawn_args(self) -> Optional[list[str]]:
+        return ["fake", "--watts", str(self._watts)] + (
+            ["--util", str(self._util)] if self._util is not None else [])
 
 
 class RocmSmiSource(PowerSource):
@@ -294,8 +322,10 @@ class PowerSampler:
         counter = (energy1 - self._energy0 if energy1 is not None and self._energy0 is not None
                    else None)
         self.source.close()
-        return summarize(self.samples, counter, self._t1 - self._t0, samples_measured,
-                         self.source.name, None)
+        summary = summarize(self.samples, counter, self._t1 - self._t0, samples_measured,
+                            self.source.name, None)
+        summary["sampler"] = "thread"
+        return summary
 
 
 def summarize(samples: Sequence[tuple[float, Optional[float], Optional[float]]],

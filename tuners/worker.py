@@ -22,7 +22,7 @@ import resource
 import signal
 import sys
 import time
-from typing import IO, Any, Callable
+from typing import IO, TYPE_CHECKING, Any, Callable, Optional, Union
 
 from rocmdoctor import __version__
 from rocmdoctor.tuners.environment import (
@@ -35,6 +35,10 @@ from rocmdoctor.tuners.environment import (
 from rocmdoctor.tuners.metrics import noise_warning, step_stats, window_sizes
 from rocmdoctor.tuners.peaks import peak_for
 from rocmdoctor.tuners.spec import BenchSpec
+
+if TYPE_CHECKING:
+    from rocmdoctor.tuners import power
+    from rocmdoctor.tuners.power_child import ProcessSampler
 
 SCHEMA = "rocmdoctor.bench/1"
 EXIT_ERROR, EXIT_OOM = 2, 3
@@ -180,11 +184,10 @@ def run(spec: BenchSpec, emit: Callable[[dict[str, Any]], None], fault: str) -> 
                                             info.get("pci_bus"), amdsmi_handle(torch, device))
     else:
         source, reasons = None, ["power is measured on GPUs only"]
-    sampler = power.PowerSampler(source, hz=20.0, reasons=reasons)
+    sampler = _start_sampler(source, reasons)
     step_s: list[float] = []
     windows: list[dict[str, Any]] = []
     sizes = window_sizes(spec.steps)
-    sampler.start()
     for index, size in enumerate(sizes):
         times = _timed_window(torch, step, size, cuda)
         step_s.extend(times)
@@ -240,6 +243,26 @@ def _inject(fault: str) -> None:
     elif fault == "hang":
         while True:
             time.sleep(3600)
+
+
+def _start_sampler(source: Optional[power.PowerSource],
+                   reasons: list[str]) -> Union[power.PowerSampler, ProcessSampler]:
+    """Sample power from a separate process where the source can be opened there, so this
+    process runs no sampling thread during the measurement (tuners/power_child.py says why);
+    otherwise (amdsmi, nvidia-smi, or a child that does not start) from a thread here."""
+    from rocmdoctor.tuners import power
+    from rocmdoctor.tuners.power_child import ProcessSampler
+
+    if source is not None and source.spawn_args() is not None:
+        sampler = ProcessSampler(source, hz=20.0)
+        try:
+            sampler.start()
+            return sampler
+        except (OSError, RuntimeError) as exc:
+            reasons = [*reasons, f"process sampling: {exc}"]
+    thread_sampler = power.PowerSampler(source, hz=20.0, reasons=reasons)
+    thread_sampler.start()
+    return thread_sampler
 
 
 def _timed_window(torch: Any, step: Callable[[], None], size: int, cuda: bool) -> list[float]:
