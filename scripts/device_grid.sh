@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# One part of the exhaustive grid over tune's default CUDA space for ResNet-50 (128
+# configurations, BruteForce sampler at --max-trials 128), to compare the tuner's pick with
+# the grid's best. The study database travels between calls: name `.carry` in the call's
+# carry list; the updated database comes back as $OUT/grid.db; copy it to .carry/grid/grid.db
+# before the next call. Each part runs until its budget and resumes where the last stopped.
+set -uo pipefail
+export PYTHONUNBUFFERED=1
+mkdir -p .carry/grid
+DB="$PWD/.carry/grid/grid.db"
+python3 -c "import rocmdoctor" 2>/dev/null || {
+  python3 -m pip install -q --no-deps --no-index .carry/wheels/*.whl 2>&1 | tail -2
+  python3 -m pip install -q --no-deps --no-build-isolation -e . 2>&1 | tail -2
+}
+start=$SECONDS
+timeout -s INT "${LIMIT:-540}" python3 -m rocmdoctor tune --model resnet50 --batch-size 128 \
+  --batch-sizes 128,256 --max-trials 128 --budget "${BUDGET:-8m}" \
+  --confirm-rounds 2 --confirm-top 1 --study grid-resnet50 --storage "sqlite:///$DB" \
+  --output /tmp/grid.json 2>&1 | tail -n 40
+echo "grid part exit ${PIPESTATUS[0]} after $((SECONDS - start)) s"
+cp "$DB" "$OUT/grid.db"
+[ -f /tmp/grid.json ] && cp /tmp/grid.json "$OUT/grid.json"
+python3 - "$DB" <<'PY'
+import sqlite3, sys
+con = sqlite3.connect(sys.argv[1])
+rows = con.execute("select state, count(*) from trials group by state").fetchall()
+print("trials by state:", dict(rows))
+PY
