@@ -48,6 +48,21 @@ def parse_sizes(text: Optional[str]) -> tuple[int, ...]:
     return tuple(sorted(set(sizes)))
 
 
+def parse_gpus(text: Optional[str]) -> tuple[int, ...]:
+    """GPU numbers from "0,1,2,3"; ValueError for anything but distinct integers >= 0."""
+    if not text:
+        return ()
+    gpus = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part.isdigit():
+            raise ValueError(f"--gpus takes GPU numbers separated by commas, not {part!r}")
+        gpus.append(int(part))
+    if len(set(gpus)) != len(gpus):
+        raise ValueError(f"--gpus names a GPU twice: {text}")
+    return tuple(gpus)
+
+
 def _clock(seconds: Optional[float]) -> str:
     if seconds is None:
         return ""
@@ -81,7 +96,8 @@ class Progress:
             changes = _changes(data["changes"])
             step = data["finished"] + 1
             count = f"{step}/{data['total']}" if data["total"] else f"{step}"
-            self._say(f"[{count}] trial {data['number']}: {changes} ...")
+            where = f" (GPU {data['gpu']})" if data.get("gpu") is not None else ""
+            self._say(f"[{count}] trial {data['number']}{where}: {changes} ...")
         elif kind == "trial-end":
             metrics = data["metrics"]
             self.unit = metrics.get("unit") or self.unit
@@ -163,6 +179,11 @@ def tune_command(
                                     help="Candidates re-measured against your settings."),
     python: Optional[str] = typer.Option(None, "--python", help="The Python that will train."),
     seed: int = typer.Option(0, "--seed", help="Sampler seed."),
+    gpus: Optional[str] = typer.Option(None, "--gpus", help="Run trials concurrently, one per "
+                                       "GPU, e.g. 0,1,2,3 (torch's numbering)."),
+    compile_cache: Optional[str] = typer.Option(
+        None, "--compile-cache", help="One TorchInductor cache folder for every trial: "
+        "compiled trials start faster, and their first step no longer shows the compile cost."),
 ) -> None:
     """Find the fastest settings for a training workload, with proof (Ctrl-C, then the same
     command, resumes)."""
@@ -171,6 +192,7 @@ def tune_command(
     try:
         budget_s = parse_duration(budget)
         sizes = parse_sizes(batch_sizes)
+        gpu_ids = parse_gpus(gpus)
     except ValueError as exc:
         raise _fail(str(exc)) from None
     spec = BenchSpec(model=model, batch_size=batch_size, precision=precision,
@@ -187,7 +209,8 @@ def tune_command(
         keep_precision=keep_precision, batch_sizes=sizes, study=study, storage=storage,
         trial_timeout_s=trial_timeout, confirm_rounds=confirm_rounds,
         confirm_max_rounds=confirm_max_rounds, confirm_top=confirm_top,
-        python=python, seed=seed, allow_test_knobs=os.environ.get("ROCMDOCTOR_TESTING") == "1")
+        python=python, seed=seed, allow_test_knobs=os.environ.get("ROCMDOCTOR_TESTING") == "1",
+        gpus=gpu_ids, compile_cache=os.path.abspath(compile_cache) if compile_cache else None)
     try:
         result = run_tune(options, os.environ, Progress(sys.stderr))
     except TuneError as exc:

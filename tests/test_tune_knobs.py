@@ -177,6 +177,9 @@ def test_materialize_builds_spec_environment_and_trial_folders() -> None:
     compiled = materialize(space, {"compile": "on"}, BenchSpec(), RX7900, {}, "/t/1")
     assert compiled.spec.compile is True and compiled.env["TORCHINDUCTOR_CACHE_DIR"] == \
         "/t/1/inductor"
+    shared = materialize(space, {"compile": "on"}, BenchSpec(), RX7900, {}, "/t/1", "/cache")
+    assert (shared.env["TORCHINDUCTOR_CACHE_DIR"], shared.env["TRITON_CACHE_DIR"]) == \
+        ("/cache/inductor", "/cache/triton")
     threads = plan_space(CPU, BenchSpec(model="tinycnn"), {})
     cpu_plan = materialize(threads, {"threads": "2"}, BenchSpec(model="tinycnn"), CPU, {}, "/t")
     assert cpu_plan.env == {"OMP_NUM_THREADS": "2"} and cpu_plan.dirs == {}

@@ -125,3 +125,27 @@ def test_window_pruner_stops_only_clearly_slower_trials() -> None:
     steady = se.WindowPruner(100.0)
     assert [steady(i, v) for i, v in enumerate([30.0, 55.0, 40.0, 20.0])] == [True] * 4
     assert se.WindowPruner(None)(5, 1.0) is True  # nothing to compare with yet
+
+
+def test_seeds_put_every_fast_choice_together_per_half_precision() -> None:
+    h200 = Platform(kind="cuda", torch="2.11.0+cu130", cuda="13.0", device="NVIDIA H200",
+                    arch="sm_90", cpu_count=16, device_count=1)
+    space = se.plan_space(h200, BenchSpec(model="resnet50", device="cuda"), {},
+                          batch_sizes=(128, 256))
+    fast = {"channels_last": "on", "compile": "on", "batch_size": "256",
+            "cudnn_benchmark": "default", "alloc": "default"}
+    assert se.seed_params(space) == [{"precision": "fp32", **fast},
+                                     {"precision": "bf16", **fast},
+                                     {"precision": "fp16", **fast}]
+    # a space with no knob that has a fast choice seeds nothing
+    assert se.seed_params(_space("threads")) == []
+
+
+def test_a_new_study_queues_the_seeds_after_the_baseline(tmp_path: Path) -> None:
+    space = _space("channels_last")
+    study = se.open_study("s", f"sqlite:///{tmp_path}/s.db", space, {"model": "tinycnn"},
+                          se.make_sampler(space, None, 0))
+    waiting = [(t.system_attrs["fixed_params"], t.user_attrs)
+               for t in study.get_trials(deepcopy=False)]
+    assert waiting == [({"channels_last": "off"}, {"baseline": True}),
+                       ({"channels_last": "on"}, {"seed": True})]

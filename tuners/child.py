@@ -62,12 +62,15 @@ def run_bench_child(
     python: Optional[str] = None,
     cwd: Optional[str] = None,
     on_event: Optional[Callable[[dict[str, Any]], None]] = None,
+    cancel: Optional[threading.Event] = None,
 ) -> TrialOutcome:
     """Run one benchmark in a child process and return how it ended.
 
     `on_window(index, samples_per_s)` is called live for each measured window; returning
     False kills the child (state "pruned"). `on_event` sees every protocol event (progress
     display). Past `timeout_s` the child's whole process group is killed (state "timeout").
+    When `cancel` is set (Ctrl-C seen by another thread) the child is killed and
+    KeyboardInterrupt raised here, as if Ctrl-C had reached this thread.
     """
     start = time.monotonic()
     problems = spec.problems()
@@ -100,7 +103,9 @@ def run_bench_child(
         pass  # the child died before reading its spec; its exit status tells why
 
     try:
-        final, ended_by = _follow(lines, start + timeout_s, on_window, on_event)
+        final, ended_by = _follow(lines, start + timeout_s, on_window, on_event, cancel)
+        if ended_by == "cancelled":
+            raise KeyboardInterrupt
     except BaseException:  # Ctrl-C or a failing callback: never leave the child running
         _kill_group(proc)
         proc.wait()
@@ -130,18 +135,23 @@ def _follow(
     lines: queue.Queue[Optional[str]], deadline: float,
     on_window: Optional[Callable[[int, float], bool]],
     on_event: Optional[Callable[[dict[str, Any]], None]],
+    cancel: Optional[threading.Event] = None,
 ) -> tuple[Optional[dict[str, Any]], str]:
-    """Read events until stdout closes; returns the final event and "", "timeout" or
-    "pruned"."""
+    """Read events until stdout closes; returns the final event and "", "timeout",
+    "pruned" or "cancelled"."""
     final: Optional[dict[str, Any]] = None
     while True:
+        if cancel is not None and cancel.is_set():
+            return final, "cancelled"
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             return final, "timeout"
         try:
-            line = lines.get(timeout=remaining)
+            line = lines.get(timeout=min(remaining, 0.25) if cancel is not None else remaining)
         except queue.Empty:
-            return final, "timeout"
+            if cancel is None or time.monotonic() >= deadline:
+                return final, "timeout"
+            continue
         if line is None:  # stdout closed: the child is exiting
             return final, ""
         event = _parse_event(line)

@@ -89,6 +89,10 @@ class Knob:
     changes_numerics: bool = False
     one_time_cost: bool = False  # first use tunes or compiles (reported apart)
     test_only: bool = False
+    # The choice its source expects to be faster in most training workloads: the tune tries
+    # it (with every other such choice) right after your settings, then searches. For the
+    # batch size, "max" (the largest given); the precision is seeded per half precision.
+    fast: Optional[str] = None
 
     @property
     def labels(self) -> tuple[str, ...]:
@@ -115,12 +119,15 @@ KNOBS: tuple[Knob, ...] = (
          changes_numerics=True),
     Knob("channels_last", "channels_last memory format", SPEC, (("off", False), ("on", True)),
          PLATFORMS, ("default", "full"), CHANNELS_LAST,
-         "model and inputs in NHWC; convolution kernels avoid transposes", uses=("conv",)),
+         "model and inputs in NHWC; convolution kernels avoid transposes", uses=("conv",),
+         fast="on"),
     Knob("compile", "torch.compile", SPEC, (("off", False), ("on", True)),
          PLATFORMS, ("default", "full"), COMPILE,
-         "compiles the training step with TorchInductor; long first step", one_time_cost=True),
+         "compiles the training step with TorchInductor; long first step", one_time_cost=True,
+         fast="on"),
     Knob("batch_size", "batch size", SPEC, (), PLATFORMS, ("default", "full"), BATCH,
-         "samples per step (only with --batch-sizes); a new batch may need a new learning rate"),
+         "samples per step (only with --batch-sizes); a new batch may need a new learning rate",
+         fast="max"),
     Knob("threads", "CPU threads (OMP_NUM_THREADS)", ENV, (), ("cpu",), SPACES, CPU_THREADS,
          "intra-op threads; PyTorch reads OMP_NUM_THREADS at start"),
     Knob("cudnn_benchmark", "torch.backends.cudnn.benchmark", SETTING,
@@ -239,17 +246,19 @@ class Platform:
     arch: Optional[str] = None  # gfx942 (feature suffixes dropped) or sm_90
     cpu_count: int = 1
     torch_threads: Optional[int] = None
+    device_count: int = 0  # GPUs torch sees (0 on the CPU)
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "torch": self.torch, "hip": self.hip, "cuda": self.cuda,
                 "device": self.device, "arch": self.arch, "cpu_count": self.cpu_count,
-                "torch_threads": self.torch_threads}
+                "torch_threads": self.torch_threads, "device_count": self.device_count}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Platform:
         return cls(kind=str(d.get("kind", "cpu")), torch=d.get("torch"), hip=d.get("hip"),
                    cuda=d.get("cuda"), device=str(d.get("device") or ""), arch=d.get("arch"),
-                   cpu_count=int(d.get("cpu_count") or 1), torch_threads=d.get("torch_threads"))
+                   cpu_count=int(d.get("cpu_count") or 1), torch_threads=d.get("torch_threads"),
+                   device_count=int(d.get("device_count") or 0))
 
 
 def release(text: Optional[str]) -> Optional[Version]:
@@ -354,6 +363,7 @@ else:
     out.update(torch=torch.__version__, hip=torch.version.hip, cuda=torch.version.cuda,
                torch_threads=torch.get_num_threads(), kind="cpu", device="cpu")
     if sys.argv[1] != "cpu" and torch.cuda.is_available():
+        out["device_count"] = torch.cuda.device_count()
         p = torch.cuda.get_device_properties(torch.cuda.current_device())
         rocm = bool(torch.version.hip)
         out.update(kind="rocm" if rocm else "cuda", device=p.name,

@@ -263,9 +263,12 @@ class TrialPlan:
 
 
 def materialize(space: SearchSpace, params: Mapping[str, str], spec: BenchSpec,
-                platform: kb.Platform, env: Mapping[str, str], trial_dir: str) -> TrialPlan:
+                platform: kb.Platform, env: Mapping[str, str], trial_dir: str,
+                compile_cache: Optional[str] = None) -> TrialPlan:
     """The BenchSpec and environment patch of one point; per-trial database folders keep
-    MIOpen's and TunableOp's tuned state apart between trials."""
+    MIOpen's and TunableOp's tuned state apart between trials. `compile_cache`, when given,
+    is one TorchInductor/Triton cache shared by every trial (faster trials; their first
+    step then understates the compile cost)."""
     fields: dict[str, Any] = {}
     settings = dict(spec.settings)
     patch: dict[str, str] = {}
@@ -292,8 +295,9 @@ def materialize(space: SearchSpace, params: Mapping[str, str], spec: BenchSpec,
     if tunableop:
         dirs["PYTORCH_TUNABLEOP_FILENAME"] = os.path.join(trial_dir, "tunableop_results%d.csv")
     if fields.get("compile", spec.compile):
-        dirs["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(trial_dir, "inductor")
-        dirs["TRITON_CACHE_DIR"] = os.path.join(trial_dir, "triton")
+        cache = compile_cache or trial_dir
+        dirs["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(cache, "inductor")
+        dirs["TRITON_CACHE_DIR"] = os.path.join(cache, "triton")
     patch.update(dirs)
     new_spec = dataclasses.replace(spec, settings=settings, **fields)
     return TrialPlan(new_spec, patch, tunableop, dirs)
@@ -308,7 +312,8 @@ def tunableop_env(plan: TrialPlan, tuning: bool) -> dict[str, str]:
 def study_name(spec: BenchSpec, space: SearchSpace, platform: kb.Platform,
                keep_precision: bool) -> str:
     """A stable name per workload, search space and machine, so the same command resumes."""
-    key = json.dumps([spec.to_dict(), space.signature(), platform.to_dict(), keep_precision],
+    machine = {k: v for k, v in platform.to_dict().items() if k != "device_count"}
+    key = json.dumps([spec.to_dict(), space.signature(), machine, keep_precision],
                      sort_keys=True, default=str)
     model = re.sub(r"[^A-Za-z0-9_.-]+", "-", spec.model)[:40]
     return f"{model}-{hashlib.sha256(key.encode()).hexdigest()[:10]}"
@@ -357,7 +362,39 @@ def open_study(name: str, storage: str, space: SearchSpace, workload: Mapping[st
                             "search space; pick another --study name")
     if not study.trials:
         study.enqueue_trial(space.baseline_params(), user_attrs={"baseline": True})
+        for params in seed_params(space):
+            study.enqueue_trial(params, user_attrs={"seed": True})
     return study
+
+
+HALF_PRECISIONS = ("bf16", "fp16")
+
+
+def seed_params(space: SearchSpace) -> list[dict[str, str]]:
+    """The points tried right after your settings: every knob at the choice its source expects
+    to be faster (`Knob.fast`), once with your precision and once with each half precision in
+    the space. Points equal to your settings, or to each other, are left out."""
+    fast: dict[str, str] = {}
+    for pk in space.knobs:
+        if pk.knob.fast == "max":
+            fast[pk.name] = max(pk.labels, key=lambda label: int(label) if label.isdigit() else 0)
+        elif pk.knob.fast in pk.labels:
+            fast[pk.name] = str(pk.knob.fast)
+    precision = space.get("precision")
+    choices: list[Optional[str]] = [None]
+    if precision is not None:
+        choices += [p for p in HALF_PRECISIONS if p in precision.labels and p != precision.baseline]
+    seeds: list[dict[str, str]] = []
+    baseline = space.baseline_params()
+    for half in choices:
+        wanted = {**fast, **({"precision": half} if half else {})}
+        params: dict[str, str] = {}
+        for pk in space.knobs:
+            if space._required_ok(pk, params):
+                params[pk.name] = wanted.get(pk.name, pk.baseline)
+        if params != baseline and params not in seeds:
+            seeds.append(params)
+    return seeds
 
 
 def recover(study: optuna.Study) -> list[int]:

@@ -20,6 +20,7 @@ import glob
 import os
 import shutil
 import statistics
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -68,6 +69,10 @@ class TuneOptions:
     python: Optional[str] = None
     seed: int = 0
     allow_test_knobs: bool = False
+    # GPUs (as torch numbers them) that run trials concurrently, one trial per GPU; () runs
+    # one trial at a time on the GPU the environment gives.
+    gpus: tuple[int, ...] = ()
+    compile_cache: Optional[str] = None  # one inductor cache for all trials (see materialize)
 
 
 def metrics_of(result: Mapping[str, Any]) -> dict[str, Any]:
@@ -87,6 +92,10 @@ def metrics_of(result: Mapping[str, Any]) -> dict[str, Any]:
         "windows": [w.get("samples_per_s") for w in result.get("windows") or []],
         "unsupported": ((result.get("environment") or {}).get("knobs") or {}).get(
             "unsupported") or {},
+        # which GPU the child was given, as it saw it (tune --gpus)
+        "visible_devices": {k: v for k, v in (((result.get("environment") or {}).get("knobs")
+                                               or {}).get("env") or {}).items()
+                            if k in ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES")},
     }
 
 
@@ -98,6 +107,7 @@ def trial_dict(trial: optuna.trial.FrozenTrial) -> dict[str, Any]:
         "state": attrs.get("state") or se.unrecorded_state(trial),
         "message": attrs.get("message", ""), "stderr_tail": attrs.get("stderr_tail", ""),
         "baseline": bool(attrs.get("baseline")), "retry_of": attrs.get("retry_of"),
+        "seed": bool(attrs.get("seed")), "gpu": attrs.get("gpu"),
         "started_at": attrs.get("started_at"), "wall_s": attrs.get("wall_s"),
         "one_time_s": attrs.get("one_time_s"), "dir": attrs.get("dir"),
         "env": attrs.get("env") or {}, "precision": (attrs.get("spec") or {}).get("precision"),
@@ -107,6 +117,7 @@ def trial_dict(trial: optuna.trial.FrozenTrial) -> dict[str, Any]:
         "energy_per_sample_j": metrics.get("energy_per_sample_j"),
         "first_step_s": metrics.get("first_step_s"), "windows": metrics.get("windows") or [],
         "unsupported": metrics.get("unsupported") or {},
+        "visible_devices": metrics.get("visible_devices") or {},
     }
 
 
@@ -134,6 +145,9 @@ class Tuner:
         self.probe = probe
         self.started = time.monotonic()
         self.duplicates = 0
+        self.lock = threading.Lock()  # suggesting a point and claiming it are one step
+        self.running: set[str] = set()
+        self.cancel = threading.Event()  # set on Ctrl-C: concurrent trials stop at once
 
     # --- the run ---------------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
@@ -145,6 +159,7 @@ class Tuner:
             self.platform = self.probe(spec.device, self.o.python, self.env)
         except ProbeError as exc:
             raise TuneError(str(exc)) from None
+        self._check_gpus()
         try:
             self.space = se.plan_space(self.platform, spec, self.env, self.o.space,
                                        self.o.keep_precision, self.o.batch_sizes,
@@ -179,6 +194,29 @@ class Tuner:
             self._clean(result)
         self.emit("done", {"result": result})
         return result
+
+    def _check_gpus(self) -> None:
+        gpus = self.o.gpus
+        if not gpus:
+            return
+        if len(set(gpus)) != len(gpus):
+            raise TuneError(f"--gpus names a GPU twice: {','.join(map(str, gpus))}")
+        if self.platform.kind == "cpu" and not self.o.allow_test_knobs:
+            raise TuneError("--gpus needs a GPU: this tune runs on the CPU")
+        count = self.platform.device_count
+        if self.platform.kind != "cpu" and any(g < 0 or g >= count for g in gpus):
+            raise TuneError(f"--gpus {','.join(map(str, gpus))}: torch sees {count} GPU(s), "
+                            f"numbered 0 to {count - 1}")
+
+    def gpu_env(self, gpu: Optional[int]) -> dict[str, str]:
+        """The variable that gives a trial's child GPU `gpu` (torch's numbering here) alone."""
+        if gpu is None:
+            return {}
+        var = "HIP_VISIBLE_DEVICES" if self.platform.kind == "rocm" else "CUDA_VISIBLE_DEVICES"
+        current = self.env.get(var) or (self.env.get("CUDA_VISIBLE_DEVICES")
+                                        if self.platform.kind == "rocm" else None)
+        visible = [v.strip() for v in current.split(",") if v.strip()] if current else []
+        return {var: visible[gpu] if gpu < len(visible) else str(gpu)}
 
     # --- search ----------------------------------------------------------------------------
     def _trials(self) -> list[dict[str, Any]]:
@@ -223,13 +261,45 @@ class Tuner:
     def _search(self) -> None:
         if self._search_over():
             return
+        if len(self.o.gpus) <= 1:
+            self._search_on(self.o.gpus[0] if self.o.gpus else None)
+            return
+        # One optimize loop per GPU on the one study (Optuna keeps its loop state per
+        # thread); the children do the work, the threads only wait for them.
+        errors: list[BaseException] = []
 
+        def loop(gpu: int) -> None:
+            try:
+                self._search_on(gpu)
+            except BaseException as exc:  # noqa: BLE001 - handed to the main thread
+                errors.append(exc)
+
+        threads = [threading.Thread(target=loop, args=(gpu,), name=f"tune-gpu{gpu}", daemon=True)
+                   for gpu in self.o.gpus]
+        for thread in threads:
+            thread.start()
+        try:
+            while any(thread.is_alive() for thread in threads):
+                for thread in threads:
+                    thread.join(timeout=0.2)
+        except KeyboardInterrupt:
+            self.cancel.set()  # each thread kills its child and records it as interrupted
+            for thread in threads:
+                thread.join(timeout=60)
+            raise
+        failures = [e for e in errors if not isinstance(e, KeyboardInterrupt)]
+        if failures:
+            raise failures[0]
+
+    def _search_on(self, gpu: Optional[int]) -> None:
         def after(study: optuna.Study, _trial: optuna.trial.FrozenTrial) -> None:
             if self._search_over():
                 study.stop()
 
-        self.study.optimize(self._objective, callbacks=[after],
-                            catch=(_TrialFailed, _TrialSkipped))
+        def objective(trial: optuna.Trial) -> float:
+            return self._objective(trial, gpu)
+
+        self.study.optimize(objective, callbacks=[after], catch=(_TrialFailed, _TrialSkipped))
 
     def _timeout(self, plan: se.TrialPlan) -> float:
         if self.o.trial_timeout_s:
@@ -238,38 +308,51 @@ class Tuner:
         limit = 900.0 if base is None else min(1200.0, max(120.0, 6 * (base["wall_s"] or 60)))
         return limit * (2 if plan.tunableop or plan.spec.compile else 1)
 
-    def _objective(self, trial: optuna.Trial) -> float:
+    def _objective(self, trial: optuna.Trial, gpu: Optional[int] = None) -> float:
+        if self.cancel.is_set():
+            raise KeyboardInterrupt
         try:
-            return self._trial(trial)
+            return self._trial(trial, gpu)
         except KeyboardInterrupt:
             with contextlib.suppress(Exception):
                 trial.set_user_attr("state", "interrupted")
                 trial.set_user_attr("message", "interrupted (Ctrl-C); it runs again on resume")
             raise
 
-    def _trial(self, trial: optuna.Trial) -> float:
+    def _trial(self, trial: optuna.Trial, gpu: Optional[int]) -> float:
+        with self.lock:
+            params = se.suggest(trial, self.space)
+            key = se.params_key(params)
+            if key in self.running or key in se.done_keys(self.study):
+                self.duplicates += 1
+                trial.set_user_attr("state", "duplicate")
+                trial.set_user_attr("message", "already measured; not run again")
+                raise _TrialSkipped("duplicate")
+            self.duplicates = 0
+            self.running.add(key)
+        try:
+            return self._measure_trial(trial, params, gpu)
+        finally:
+            with self.lock:
+                self.running.discard(key)
+
+    def _measure_trial(self, trial: optuna.Trial, params: dict[str, str],
+                       gpu: Optional[int]) -> float:
         import optuna
 
-        params = se.suggest(trial, self.space)
-        if se.params_key(params) in se.done_keys(self.study):
-            self.duplicates += 1
-            trial.set_user_attr("state", "duplicate")
-            trial.set_user_attr("message", "already measured; not run again")
-            raise _TrialSkipped("duplicate")
-        self.duplicates = 0
         trial_dir = os.path.join(self.study_dir, "trials", str(trial.number))
         plan = se.materialize(self.space, params, self.o.spec, self.platform, self.env,
-                              trial_dir)
+                              trial_dir, self.o.compile_cache)
         best = max((t["throughput"] for t in self._done() if t["state"] == "ok"), default=None)
         pruner = None if trial.user_attrs.get("baseline") else \
             se.WindowPruner(best, report=trial.report)
         for key, value in {"started_at": time.time(), "dir": trial_dir, "env": plan.env,
-                           "spec": plan.spec.to_dict()}.items():
+                           "spec": plan.spec.to_dict(), "gpu": gpu}.items():
             trial.set_user_attr(key, value)
-        self.emit("trial-start", {"number": trial.number, "params": params,
+        self.emit("trial-start", {"number": trial.number, "params": params, "gpu": gpu,
                                   "changes": self._changes(params), "finished": len(self._done()),
                                   "total": self._total(), "time_left": self.time_left()})
-        outcome, one_time = self._run_plan(plan, self._timeout(plan), pruner)
+        outcome, one_time = self._run_plan(plan, self._timeout(plan), pruner, gpu)
         trial.set_user_attr("state", outcome.state)
         trial.set_user_attr("message", outcome.message)
         trial.set_user_attr("wall_s", outcome.wall_s)
@@ -280,7 +363,7 @@ class Tuner:
         trial.set_user_attr("metrics", metrics)
         trial.set_user_attr("one_time_s", one_time if one_time is not None
                             else metrics.get("first_step_s"))
-        self.emit("trial-end", {"number": trial.number, "params": params,
+        self.emit("trial-end", {"number": trial.number, "params": params, "gpu": gpu,
                                 "changes": self._changes(params), "state": outcome.state,
                                 "message": outcome.message, "metrics": metrics,
                                 "best": max(best or 0.0, metrics.get("throughput") or 0.0) or None,
@@ -293,26 +376,27 @@ class Tuner:
         raise _TrialFailed(outcome.message)
 
     def _run_plan(self, plan: se.TrialPlan, timeout: float,
-                  on_window: Optional[Callable[[int, float], bool]]
+                  on_window: Optional[Callable[[int, float], bool]], gpu: Optional[int] = None
                   ) -> tuple[TrialOutcome, Optional[float]]:
         """Run one configuration; TunableOp first tunes (once per folder), then replays."""
         for path in plan.dirs.values():
             os.makedirs(path if not path.endswith(".csv") else os.path.dirname(path),
                         exist_ok=True)
         one_time: Optional[float] = None
-        env = plan.env
+        device = self.gpu_env(gpu)
+        env = {**plan.env, **device}
         if plan.tunableop:
             pattern = plan.dirs["PYTORCH_TUNABLEOP_FILENAME"].replace("%d", "*")
             if not glob.glob(pattern):
                 tuning = run_bench_child(dataclasses.replace(plan.spec, steps=1, warmup=1),
-                                         se.tunableop_env(plan, True), timeout,
-                                         python=self.o.python)
+                                         {**se.tunableop_env(plan, True), **device}, timeout,
+                                         python=self.o.python, cancel=self.cancel)
                 one_time = tuning.wall_s
                 if tuning.state != "ok":
                     return tuning, one_time
-            env = se.tunableop_env(plan, False)
+            env = {**se.tunableop_env(plan, False), **device}
         outcome = run_bench_child(plan.spec, env, timeout, on_window=on_window,
-                                  python=self.o.python)
+                                  python=self.o.python, cancel=self.cancel)
         return outcome, one_time
 
     def _changes(self, params: Mapping[str, str]) -> dict[str, str]:
@@ -332,8 +416,10 @@ class Tuner:
 
         def measure(t: dict[str, Any], round_index: int) -> Optional[float]:
             plan = se.materialize(self.space, t["params"], self.o.spec, self.platform,
-                                  self.env, t["dir"])
-            outcome, _ = self._run_plan(plan, self._timeout(plan), None)
+                                  self.env, t["dir"], self.o.compile_cache)
+            # Every re-measurement on one GPU: a ratio between two GPUs would measure the GPUs.
+            outcome, _ = self._run_plan(plan, self._timeout(plan), None,
+                                        self.o.gpus[0] if self.o.gpus else None)
             value = metrics_of(outcome.result)["throughput"] if outcome.result else None
             stored.append({"trial": t["number"], "round": round_index, "throughput": value,
                            "state": outcome.state, "at": time.time()})

@@ -1,0 +1,146 @@
+"""`rocmdoctor tune --gpus`: trials run concurrently, one per GPU, in one study.
+
+On the CPU the GPUs are stand-ins (ROCMDOCTOR_TESTING=1 lets --gpus through there): each
+trial's child gets CUDA_VISIBLE_DEVICES naming its slot, and the bench result records the
+environment the child saw, so the tests read back which slot ran what and when.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rocmdoctor.cli_tune import parse_gpus
+from rocmdoctor.tuners.knobs import Platform
+from rocmdoctor.tuners.spec import BenchSpec
+from rocmdoctor.tuners.tune import TuneError, TuneOptions, Tuner
+
+TUNE = [sys.executable, "-m", "rocmdoctor", "tune"]
+WORKLOAD = ["--model", "tinycnn", "--device", "cpu", "--batch-size", "8", "--image-size", "32",
+            "--steps", "4", "--warmup", "1"]
+# channels_last x batch size: 4 configurations, all of them measured (BruteForce).
+SEARCH = ["--space", "channels_last,batch_size", "--batch-sizes", "8,16", "--budget", "5m",
+          "--confirm-top", "1", "--confirm-rounds", "2", "--confirm-max-rounds", "2",
+          "--trial-timeout", "90", "--gpus", "0,1"]
+DONE = ("ok", "oom", "crashed", "timeout", "pruned", "error")
+
+
+def _env(tmp: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"}
+    env.update(XDG_CACHE_HOME=str(tmp / "cache"), PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1",
+               ROCMDOCTOR_TESTING="1")
+    return env
+
+
+@pytest.mark.e2e
+def test_trials_run_concurrently_one_per_gpu(tmp_path: Path) -> None:
+    done = subprocess.run(TUNE + WORKLOAD + SEARCH + ["--output", "r.json"], cwd=tmp_path,
+                          env=_env(tmp_path), text=True, capture_output=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
+    trials = [t for t in result["trials"] if t["state"] in DONE]
+    # Every configuration measured exactly once, as a one-GPU tune would.
+    keys = [json.dumps(t["params"], sort_keys=True) for t in trials]
+    assert len(keys) == len(set(keys)) == result["space"]["size"] == 4
+    # (on a busy 2-core CI machine a trial may be pruned as clearly slower: that is an end)
+    assert all(t["state"] in ("ok", "pruned") for t in trials)
+    # Both GPUs worked, and each child was given its GPU alone.
+    assert {t["gpu"] for t in trials} == {0, 1}
+    for t in trials:
+        if t["state"] == "ok":
+            assert t["visible_devices"] == {"CUDA_VISIBLE_DEVICES": str(t["gpu"])}
+    assert "(GPU 0)" in done.stderr and "(GPU 1)" in done.stderr
+    # Two trials overlapped in time: they ran side by side, not one after the other.
+    spans = sorted((t["started_at"], t["started_at"] + t["wall_s"]) for t in trials)
+    assert any(later[0] < earlier[1] for earlier, later in zip(spans, spans[1:]))
+    # The proof re-measures on one GPU only.
+    assert result["confirmation"]["status"] == "done"
+    assert result["baseline"]["gpu"] in (0, 1)
+
+
+@pytest.mark.e2e
+def test_interrupted_parallel_tune_resumes_without_repeating(tmp_path: Path) -> None:
+    env = _env(tmp_path)
+    first = subprocess.Popen(TUNE + WORKLOAD + SEARCH, cwd=tmp_path, env=env, text=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert first.stderr is not None
+    seen: list[str] = []
+    finished = 0
+    for line in first.stderr:
+        seen.append(line)
+        finished += line.lstrip().startswith("trial ") and ": " in line
+        # once one trial has finished and two others run, one on each GPU
+        if finished >= 1 and sum(ln.startswith("[") for ln in seen) >= 3:
+            first.send_signal(signal.SIGINT)
+            break
+    _, rest = first.communicate(timeout=120)
+    assert first.returncode == 130, "".join(seen) + rest
+    second = subprocess.run(TUNE + WORKLOAD + SEARCH + ["--output", "r.json"], cwd=tmp_path,
+                            env=env, text=True, capture_output=True, timeout=600)
+    assert second.returncode == 0, second.stderr[-3000:]
+    result = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
+    trials = result["trials"]
+    done = [t for t in trials if t["state"] in DONE]
+    keys = [json.dumps(t["params"], sort_keys=True) for t in done]
+    assert len(keys) == len(set(keys)) == 4
+    interrupted = [t for t in trials if t["state"] == "interrupted"]
+    assert interrupted, "a running trial should have been cut off"
+    for cut in interrupted:
+        retry = [t for t in trials if t["retry_of"] == cut["number"]]
+        assert len(retry) == 1 and retry[0]["params"] == cut["params"]
+        assert retry[0]["state"] in DONE
+    # No trial that finished in the first run ran again in the second.
+    first_done = {ln.split(":")[0].split()[-1] for ln in seen + rest.splitlines()
+                  if ln.startswith("      trial ")}
+    assert not any(f"      trial {n}: " in second.stderr for n in first_done)
+
+
+def _platform(kind: str = "cuda", count: int = 2) -> Platform:
+    return Platform(kind=kind, torch="2.11.0+cu130", cuda="13.0", device="NVIDIA H200",
+                    arch="sm_90", cpu_count=16, device_count=count)
+
+
+def _tuner(gpus: tuple[int, ...], env: dict[str, str], platform: Platform,
+           testing: bool = False) -> Tuner:
+    spec = BenchSpec(model="tinycnn", device="cuda")
+    options = TuneOptions(spec=spec, gpus=gpus, allow_test_knobs=testing)
+    tuner = Tuner(options, env, probe=lambda *_: platform)
+    tuner.platform = platform
+    return tuner
+
+
+def test_each_trial_sees_only_its_gpu() -> None:
+    tuner = _tuner((0, 1), {}, _platform())
+    assert tuner.gpu_env(None) == {}
+    assert tuner.gpu_env(1) == {"CUDA_VISIBLE_DEVICES": "1"}
+    # With a visible-devices list already set, --gpus counts within it, as torch does.
+    tuner = _tuner((0, 1), {"CUDA_VISIBLE_DEVICES": "4,6"}, _platform())
+    assert tuner.gpu_env(0) == {"CUDA_VISIBLE_DEVICES": "4"}
+    assert tuner.gpu_env(1) == {"CUDA_VISIBLE_DEVICES": "6"}
+    rocm = Platform(kind="rocm", torch="2.9.1+rocm7.2", hip="7.2", device_count=8)
+    tuner = _tuner((3,), {"HIP_VISIBLE_DEVICES": "0,2,4,6"}, rocm)
+    assert tuner.gpu_env(3) == {"HIP_VISIBLE_DEVICES": "6"}
+    tuner = _tuner((1,), {}, rocm)
+    assert tuner.gpu_env(1) == {"HIP_VISIBLE_DEVICES": "1"}
+
+
+def test_gpus_outside_what_torch_sees_are_refused() -> None:
+    with pytest.raises(TuneError, match=r"^--gpus 0,2: torch sees 2 GPU\(s\), numbered 0 to 1$"):
+        _tuner((0, 2), {}, _platform()).run()
+    with pytest.raises(TuneError, match="^--gpus needs a GPU: this tune runs on the CPU$"):
+        _tuner((0, 1), {}, Platform(kind="cpu", torch="2.13.0+cpu")).run()
+
+
+def test_gpu_list_parsing() -> None:
+    assert parse_gpus("0,1, 3") == (0, 1, 3)
+    assert parse_gpus(None) == ()
+    with pytest.raises(ValueError, match="not 'x'"):
+        parse_gpus("0,x")
+    with pytest.raises(ValueError, match="names a GPU twice"):
+        parse_gpus("1,1")
