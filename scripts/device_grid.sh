@@ -4,6 +4,8 @@
 # the grid's best. The study database travels between calls: name `.carry` in the call's
 # carry list; the updated database comes back as $OUT/grid.db; copy it to .carry/grid/grid.db
 # before the next call. Each part runs until its budget and resumes where the last stopped.
+# GPUS=0,1 measures two configurations at a time; every trial shares one TorchInductor cache
+# (--compile-cache), which shortens compiled trials but changes no steady-state figure.
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 mkdir -p .carry/grid
@@ -16,6 +18,7 @@ start=$SECONDS
 timeout -s INT "${LIMIT:-540}" python3 -m rocmdoctor tune --model resnet50 --batch-size 128 \
   --batch-sizes 128,256 --max-trials 128 --budget "${BUDGET:-8m}" \
   --confirm-rounds 2 --confirm-top 1 --study grid-resnet50 --storage "sqlite:///$DB" \
+  --gpus "${GPUS:-0}" --compile-cache /tmp/grid-inductor \
   --output /tmp/grid.json 2>&1 | tail -n 40
 echo "grid part exit ${PIPESTATUS[0]} after $((SECONDS - start)) s"
 cp "$DB" "$OUT/grid.db"

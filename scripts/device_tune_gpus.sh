@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# On two GPUs (nvidia-h200-x2): the same tune on one GPU, then on both (--gpus 0,1); a small
+# eager space so both finish in one call. Results (JSON, logs) in $OUT/tune-gpus.tgz.
+set -uo pipefail
+export PYTHONUNBUFFERED=1
+R=/tmp/tune-gpus; mkdir -p "$R"
+python3 -c "import rocmdoctor" 2>/dev/null || {
+  python3 -m pip install -q --no-deps --no-index .carry/wheels/*.whl 2>&1 | tail -2
+  python3 -m pip install -q --no-deps --no-build-isolation -e . 2>&1 | tail -2
+}
+S="--model resnet50 --batch-size 128 --space precision,channels_last --batch-sizes 128,256"
+S="$S --max-trials ${TRIALS:-8} --budget 10m --confirm-rounds 2 --confirm-max-rounds 2"
+S="$S --confirm-top 1"
+for gpus in 0 0,1; do
+  name=gpus-${gpus/,/-}
+  s=$SECONDS
+  python3 -m rocmdoctor tune $S --gpus "$gpus" --study "$name" \
+    --storage "sqlite:///$R/$name.db" --output "$R/$name.json" > "$R/$name.out" 2> "$R/$name.log"
+  echo "tune --gpus $gpus: exit $? after $((SECONDS - s)) s"
+  tail -n 25 "$R/$name.out"
+done
+tar czf "$OUT/tune-gpus.tgz" -C /tmp tune-gpus
