@@ -19,4 +19,4 @@ for gpus in 0 0,1; do
   echo "tune --gpus $gpus: exit $? after $((SECONDS - s)) s"
   tail -n 25 "$R/$name.out"
 done
-tar czf "$OUT/tune-gpus.tgz" -C /tmp tune-gpus
+[ -n "${OUT:-}" ] && tar czf "$OUT/tune-gpus.tgz" -C /tmp tune-gpus

@@ -40,6 +40,7 @@ SETTINGS: dict[str, tuple[type, str]] = {
                             "clocks ramp up again after a long compile or find"),
     "extras": (bool, "False skips FLOP counting, the GEMM peak and power sampling: a fast "
                      "probe (--find-max-batch uses it); default True"),
+    "power_hz": (float, "power samples per second during the measurement (default 10)"),
 }
 _CHOICES: dict[str, tuple[str, ...]] = {
     "matmul_precision": ("highest", "high", "medium"),
@@ -125,6 +126,8 @@ def settings_problems(settings: Mapping[str, Any]) -> list[str]:
             out.append(f"setting {key!r} must be {kind.__name__}, not {value!r}")
         elif key in _CHOICES and value not in _CHOICES[key]:
             out.append(f"setting {key!r} must be one of {', '.join(_CHOICES[key])}")
+        elif key == "power_hz" and not 1 <= value <= 100:
+            out.append(f"setting 'power_hz' must be between 1 and 100, not {value!r}")
     return out
 
 

@@ -184,7 +184,10 @@ def run(spec: BenchSpec, emit: Callable[[dict[str, Any]], None], fault: str) -> 
                                             info.get("pci_bus"), amdsmi_handle(torch, device))
     else:
         source, reasons = None, ["power is measured on GPUs only"]
-    sampler = _start_sampler(source, reasons)
+    # 10 Hz by default: every NVML read costs the driver a little, which a host-bound
+    # training step feels (docs/benchmarks.md, bench overhead); energy comes from the
+    # device's counter where it has one, not from the samples.
+    sampler = _start_sampler(source, reasons, float(spec.settings.get("power_hz", 10.0)))
     step_s: list[float] = []
     windows: list[dict[str, Any]] = []
     sizes = window_sizes(spec.steps)
@@ -245,8 +248,8 @@ def _inject(fault: str) -> None:
             time.sleep(3600)
 
 
-def _start_sampler(source: Optional[power.PowerSource],
-                   reasons: list[str]) -> Union[power.PowerSampler, ProcessSampler]:
+def _start_sampler(source: Optional[power.PowerSource], reasons: list[str],
+                   hz: float = 10.0) -> Union[power.PowerSampler, ProcessSampler]:
     """Sample power from a separate process where the source can be opened there, so this
     process runs no sampling thread during the measurement (tuners/power_child.py says why);
     otherwise (amdsmi, nvidia-smi, or a child that does not start) from a thread here."""
@@ -254,13 +257,13 @@ def _start_sampler(source: Optional[power.PowerSource],
     from rocmdoctor.tuners.power_child import ProcessSampler
 
     if source is not None and source.spawn_args() is not None:
-        sampler = ProcessSampler(source, hz=20.0)
+        sampler = ProcessSampler(source, hz=hz)
         try:
             sampler.start()
             return sampler
         except (OSError, RuntimeError) as exc:
             reasons = [*reasons, f"process sampling: {exc}"]
-    thread_sampler = power.PowerSampler(source, hz=20.0, reasons=reasons)
+    thread_sampler = power.PowerSampler(source, hz=hz, reasons=reasons)
     thread_sampler.start()
     return thread_sampler
 
