@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Optional
 
 from rocmdoctor.model import CheckResult, Report
 
@@ -30,15 +31,20 @@ def result_to_dict(r: CheckResult) -> dict[str, Any]:
     }
 
 
-def report_to_dict(report: Report) -> dict[str, Any]:
-    return {
+def report_to_dict(report: Report,
+                   machine: Optional[Mapping[str, Any]] = None) -> dict[str, Any]:
+    """The contract's dict; `machine` (rocmdoctor.machine_facts) is added when given."""
+    data: dict[str, Any] = {
         "schema": SCHEMA,
         "tool_version": report.tool_version,
         "platform": report.platform,
         "summary": report.summary(),
         "checks": [result_to_dict(r) for r in report.results],
     }
+    if machine is not None:
+        data["machine"] = dict(machine)
+    return data
 
 
-def render_json(report: Report) -> str:
-    return json.dumps(report_to_dict(report), indent=2, ensure_ascii=False) + "\n"
+def render_json(report: Report, machine: Optional[Mapping[str, Any]] = None) -> str:
+    return json.dumps(report_to_dict(report, machine), indent=2, ensure_ascii=False) + "\n"

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from rocmdoctor.host import Host
+from rocmdoctor.machine_facts import amdgpu_version as _amdgpu_version
+from rocmdoctor.machine_facts import nvidia_driver_version as _nvidia_version
 from rocmdoctor.model import Report, Status
 from rocmdoctor.redact import Redactor, redact_tree
 from rocmdoctor.render_json import report_to_dict
@@ -29,24 +31,6 @@ class Header:
 
 def _gib(n: Optional[int]) -> str:
     return f"{n / 2**30:.1f} GiB" if n else "?"
-
-
-def _amdgpu_version(host: Host) -> str:
-    if not host.exists("/sys/module/amdgpu"):
-        return "not loaded"
-    version = (host.read_file("/sys/module/amdgpu/version") or "").strip()
-    if version:
-        return f"{version} (AMD DKMS)"
-    return f"inbox driver of kernel {host.platform.kernel_release}"
-
-
-def _nvidia_version(host: Host) -> Optional[str]:
-    from rocmdoctor.facts import nvidia_signals
-    from rocmdoctor.nvidia import nvidia_gpus
-
-    if not nvidia_signals(host):
-        return None
-    return nvidia_gpus(host).driver_version
 
 
 def _torch_line(probe: Optional[dict[str, Any]]) -> tuple[str, str]:
