@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rocmdoctor.checks.allocator_config import AllocatorConfig
 from rocmdoctor.checks.amdgpu_driver import AmdgpuDriver
+from rocmdoctor.checks.collectives import Collectives
 from rocmdoctor.checks.debug_env import DebugEnv
 from rocmdoctor.checks.gfx_override import GfxOverride
 from rocmdoctor.checks.gpu_agents import GpuAgents
@@ -31,7 +32,9 @@ TORCH_CHECKS = (
     TorchInstall, TorchRocmMatch, TorchArchSupport, TorchDevice, TorchvisionMatch,
 )
 ENV_CHECKS = (DebugEnv, GfxOverride, VisibleDevices, AllocatorConfig, NvidiaDriver)
+OPT_IN_CHECKS = (Collectives,)  # run only when asked for: `check --collectives`
 
 
-def all_checks() -> list[Check]:
-    return [cls() for cls in (*MACHINE_CHECKS, *TORCH_CHECKS, *ENV_CHECKS)]
+def all_checks(opt_in: bool = False) -> list[Check]:
+    return [cls() for cls in (*MACHINE_CHECKS, *TORCH_CHECKS, *ENV_CHECKS,
+                              *(OPT_IN_CHECKS if opt_in else ()))]

@@ -83,21 +83,28 @@ def _live_host(timeout: float, python: Optional[str], probe_now: bool = True) ->
     return LiveHost(command_timeout=timeout, probe=lambda: run_probe(python))
 
 
-def _run_report(host: Host, only: list[str], skip: list[str]) -> Report:
+def _run_report(host: Host, only: list[str], skip: list[str], opt_in: bool = False) -> Report:
     from rocmdoctor.checks.registry import all_checks
     from rocmdoctor.runner import UnknownCheckError, run_selected
 
     try:
-        report = run_selected(host, all_checks(), only=only, skip=skip)
+        report = run_selected(host, all_checks(opt_in), only=only, skip=skip)
     except UnknownCheckError as exc:
         raise fail(str(exc)) from None
     return report
 
 
-def _probe_needed(only: list[str], skip: list[str]) -> bool:
+def _wants_opt_in(flag: bool, only: list[str]) -> bool:
+    """`--collectives`, or an opt-in check named in --only."""
+    from rocmdoctor.checks.registry import OPT_IN_CHECKS
+
+    return flag or any(c.id in only for c in OPT_IN_CHECKS)
+
+
+def _probe_needed(only: list[str], skip: list[str], opt_in: bool = False) -> bool:
     from rocmdoctor.checks.registry import all_checks
 
-    return any(c.uses_python for c in all_checks()
+    return any(c.uses_python for c in all_checks(opt_in)
                if (not only or c.id in only) and c.id not in skip)
 
 
@@ -122,20 +129,41 @@ def check(
         None, "--from", metavar="SNAPSHOT", help="Replay a snapshot instead of this machine."
     ),
     verbose: bool = typer.Option(False, "-v", "--verbose", help="Show findings and timings."),
-    output: Optional[str] = typer.Option(None, "-o", "--output", help="Write to a file."),
+    output: Optional[str] = typer.Option(
+        None, "-o", "--output", help="Write to a file. Expands %N (the Slurm node name: "
+        "$SLURMD_NODENAME, else the short host name), %h (the short host name), %% (a %)."
+    ),
     timeout: float = typer.Option(10.0, "--timeout", min=0.1, help="Seconds each command may run."),
     python: Optional[str] = typer.Option(
         None, "--python", help="The Python that will train (default: this one)."
     ),
+    collectives: bool = typer.Option(
+        False, "--collectives", help="Also measure all-reduce and peer-to-peer bandwidth "
+        "between the GPUs (one process per GPU; takes seconds)."
+    ),
 ) -> None:
     """Inspect this machine (or a snapshot) and say what is wrong and how to fix it."""
     only_ids, skip_ids = _split_ids(only), _split_ids(skip)
-    host = _make_host(from_file, timeout, python, probe_now=_probe_needed(only_ids, skip_ids))
-    report = _run_report(host, only_ids, skip_ids)
+    opt_in = _wants_opt_in(collectives, only_ids)
+    if output is not None:  # reports/%N.json under srun: one file per node (docs/fleet.md)
+        import os
+        import platform
+
+        from rocmdoctor.machine_facts import expand_output_pattern
+
+        try:
+            output = expand_output_pattern(output, os.environ, platform.node())
+        except ValueError as exc:
+            raise fail(str(exc)) from None
+    probe = _probe_needed(only_ids, skip_ids, opt_in)
+    host = _make_host(from_file, timeout, python, probe_now=probe)
+    report = _run_report(host, only_ids, skip_ids, opt_in)
     if json_out:
+        from rocmdoctor.machine_facts import machine_facts
         from rocmdoctor.render_json import render_json
 
-        _write_output(render_json(report), output)
+        machine = machine_facts(host, report.platform, probe=probe or from_file is not None)
+        _write_output(render_json(report, machine), output)
     else:
         from rocmdoctor.render_terminal import render_terminal
 
@@ -158,6 +186,9 @@ def snapshot(
     ),
     timeout: float = typer.Option(10.0, "--timeout", min=0.1, help="Seconds each command may run."),
     python: Optional[str] = typer.Option(None, "--python", help="The Python that will train."),
+    collectives: bool = typer.Option(
+        False, "--collectives", help="Also run (and record) the collectives measurement."
+    ),
 ) -> None:
     """Capture everything `check` reads, to replay it elsewhere with `check --from`."""
     from rocmdoctor.render_terminal import summary_line
@@ -165,7 +196,7 @@ def snapshot(
     from rocmdoctor.snapshot import build_snapshot, save_snapshot
 
     host = _live_host(timeout, python)
-    report = _run_report(host, [], [])
+    report = _run_report(host, [], [], opt_in=collectives)
     gather(host)  # so that `report --from` shows the same raw facts
     data = build_snapshot(host, redact=not no_redact)
     try:
@@ -238,12 +269,14 @@ def _register_commands() -> None:
     # Each module imports typer and its own light modules only; torch stays in the children.
     from rocmdoctor.cli_bench import bench_command, compare_command
     from rocmdoctor.cli_explain import explain_command
+    from rocmdoctor.cli_fleet import fleet_app
     from rocmdoctor.cli_tune import tune_command
 
     app.command("explain")(explain_command)
     app.command("bench")(bench_command)
     app.command("compare")(compare_command)
     app.command("tune")(tune_command)
+    app.add_typer(fleet_app, name="fleet")
 
 
 _register_commands()

@@ -11,6 +11,7 @@ import shutil
 import signal
 import stat as _stat
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -27,6 +28,10 @@ from rocmdoctor.host import (
 )
 
 MAX_FILE_BYTES = 4 * 1024 * 1024
+# `rocmdoctor check --collectives` launches its ranks through this name (checks/collectives.py)
+COLLECTIVES_TOOL = "rocmdoctor-collectives"
+COLLECTIVES_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                  "collectives_launch.py")
 MAX_OUTPUT_CHARS = 2 * 1024 * 1024
 
 
@@ -156,12 +161,19 @@ class LiveHost(Host):
         limit = self.command_timeout if timeout is None else timeout
 
         def execute() -> CommandResult:
-            result = run_command(argv, limit, self._environ)
+            result = run_command(self._resolve(argv), limit, self._environ)
             with self.recording.lock:
                 self.recording.commands[key] = result.to_dict()
             return result
 
         return self.memo("cmd:" + key, execute)
+
+    def _resolve(self, argv: Sequence[str]) -> list[str]:
+        """Our own tools run in the Python that trains; their snapshot key stays the name."""
+        if argv and argv[0] == COLLECTIVES_TOOL:
+            python = (self.python() or {}).get("executable") or sys.executable
+            return [python, COLLECTIVES_SCRIPT, *argv[1:]]
+        return list(argv)
 
     def read_file(self, path: str) -> Optional[str]:
         try:

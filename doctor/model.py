@@ -102,6 +102,10 @@ class Check(ABC):
     source: ClassVar[Optional[str]] = None
     # True when run() reads host.python(): the CLI then starts the probe at once.
     uses_python: ClassVar[bool] = False
+    # True for a check that runs only when asked for (it takes seconds: `--collectives`).
+    opt_in: ClassVar[bool] = False
+    # Seconds the runner waits for it, when it needs longer than the runner's default.
+    deadline_s: ClassVar[Optional[float]] = None
 
     def applies(self, host: Host) -> Optional[str]:
         return None

@@ -98,4 +98,6 @@ def run_selected(
     timeout_s: Optional[float] = None,
 ) -> Report:
     chosen = select_checks(checks, only, skip)
-    return run_checks(host, chosen, timeout_s=timeout_s or DEFAULT_CHECK_TIMEOUT_S)
+    limit = timeout_s or max([DEFAULT_CHECK_TIMEOUT_S] + [c.deadline_s for c in chosen
+                                                          if c.deadline_s is not None])
+    return run_checks(host, chosen, timeout_s=limit)

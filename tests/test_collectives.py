@@ -1,0 +1,133 @@
+"""`rocmdoctor check --collectives` on the CPU: real ranks (gloo), a rank that dies, one that
+hangs."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+from rocmdoctor.checks.collectives import Collectives
+from rocmdoctor.livehost import COLLECTIVES_SCRIPT, LiveHost
+from rocmdoctor.model import CheckResult, Fix, Status
+
+SIZES = "65536,1048576"
+
+
+def _live(**extra: str) -> LiveHost:
+    env = dict(os.environ, ROCMDOCTOR_TESTING="1", ROCMDOCTOR_COLL_CPU_RANKS="3",
+               ROCMDOCTOR_COLL_SIZES=SIZES, ROCMDOCTOR_COLL_DEADLINE="30")
+    env.update(extra)
+    return LiveHost(environ=env)
+
+
+def _run(host: Any) -> CheckResult:
+    check = Collectives()
+    assert check.applies(host) is None
+    return check.run(host)
+
+
+@pytest.mark.e2e
+def test_three_gloo_ranks_measure_all_reduce() -> None:
+    result = _run(_live())
+    assert result.status == Status.PASS, result
+    assert result.summary.startswith("3 ranks (gloo): all-reduce of 1 MiB at ")
+    assert result.summary.endswith(" GB/s bus bandwidth")
+    (sweep,) = result.findings
+    assert sweep.severity.value == "info"
+    assert sweep.text.startswith("all-reduce bus bandwidth by message size: 64 KiB ")
+    assert ", 1 MiB " in sweep.text
+
+
+@pytest.mark.e2e
+def test_a_rank_that_dies_is_named() -> None:
+    result = _run(_live(ROCMDOCTOR_COLL_FAULT="1:die@allreduce"))
+    assert result.status == Status.FAIL
+    assert result.summary == ("rank 1 failed first: exited with code 7 in stage "
+                              "'all-reduce correctness'")
+    texts = [f.text for f in result.findings]
+    # each rank's end, then the last line of its stderr (rank 1 died silently)
+    assert len(texts) == 5
+    assert texts[0].startswith("rank 0: crashed: exited with code 1 in stage 'all-reduce "
+                               "correctness': ")
+    assert texts[1].startswith("rank 0 stderr: ")
+    assert texts[2] == "rank 1: crashed: exited with code 7 in stage 'all-reduce correctness'"
+    assert texts[3].startswith("rank 2: crashed: exited with code 1 in stage ")
+    assert texts[4].startswith("rank 2 stderr: ")
+    assert result.fix == Fix(text="Rerun with gloo's log on and read the first error it prints.",
+                             commands=("NCCL_DEBUG=INFO rocmdoctor check --collectives --only "
+                                       "collectives -v",))
+
+
+@pytest.mark.e2e
+def test_a_rank_that_hangs_is_cut_off_and_named() -> None:
+    result = _run(_live(ROCMDOCTOR_COLL_FAULT="1:hang@import", ROCMDOCTOR_COLL_DEADLINE="12"))
+    assert result.status == Status.FAIL
+    assert result.summary == ("3 of 3 ranks hung and were killed: ranks 0, 2 in "
+                              "'init_process_group'; rank 1 in 'import torch'")
+    assert [f.text for f in result.findings] == [
+        "rank 0: hung: no result within 12 s; it was in stage 'init_process_group' and was "
+        "killed",
+        "rank 1: hung: no result within 12 s; it was in stage 'import torch' and was killed",
+        "rank 2: hung: no result within 12 s; it was in stage 'init_process_group' and was "
+        "killed",
+    ]
+
+
+def test_launcher_usage_errors_are_one_line() -> None:
+    done = subprocess.run([sys.executable, COLLECTIVES_SCRIPT, "--nprocs", "2",
+                           "--sizes", "1M"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines()[-1].endswith(
+        "error: --sizes takes byte counts separated by commas, not '1M'")
+
+
+# --- replay of a real run on two H200s (NVLink NV18), `snapshot --collectives` there -------
+H200X2 = os.path.join(os.path.dirname(__file__), "fixtures", "h200x2-snapshot.json.gz")
+H200X2_SWEEP = ("all-reduce bus bandwidth by message size: 1 MiB 26.8 GB/s, 8 MiB 165.8 GB/s, "
+                "64 MiB 265.6 GB/s, 256 MiB 296.5 GB/s")
+NV18 = ("NV18: NVLink 4, 18 links x 25 GB/s per direction (NVIDIA H200: 18 links, 900 GB/s "
+        "bidirectional per GPU; NV18 is the bond between this pair, all 18 when the GPUs meet "
+        "through NVSwitch)")
+NVLS = ("NCCL_NVLS_ENABLE=0: turns off NVLink SHARP (in-switch reductions on NVSwitch "
+        "systems); all-reduce uses the plain NVLink paths")
+
+
+def _replay(**env: str) -> CheckResult:
+    from rocmdoctor.snapshot import SnapshotHost, load_snapshot
+
+    data = load_snapshot(H200X2)
+    data["env"].update(env)
+    return _run(SnapshotHost(data))
+
+
+def test_real_h200_pair_passes_against_nvlink() -> None:
+    result = _replay()
+    assert (result.status, result.summary, result.fix) == (
+        Status.PASS, "2 ranks (NCCL): all-reduce of 256 MiB at 296.5 GB/s bus bandwidth, 66% "
+        "of the 450.0 GB/s per direction of NV18", None)
+    assert [(f.severity.value, f.text) for f in result.findings] == [
+        ("info", NVLS), ("info", H200X2_SWEEP), ("info", NV18),
+        ("info", "peer-to-peer copies: 0->1 112.0 GB/s, 1->0 384.2 GB/s")]
+
+
+def test_a_variable_that_disables_p2p_is_flagged_with_its_fix() -> None:
+    result = _replay(NCCL_P2P_DISABLE="1")
+    assert result.status == Status.WARN
+    assert result.summary.endswith("of NV18; NCCL_P2P_DISABLE set: fast paths disabled")
+    assert (result.findings[0].severity.value, result.findings[0].text) == (
+        "error", "NCCL_P2P_DISABLE=1: disables direct GPU-to-GPU transfers over NVLink / xGMI "
+        "/ PCIe: traffic goes through host memory")
+    assert result.fix == Fix(text="Unset the variables that disable NCCL's fast paths, then "
+                             "measure again.", commands=("unset NCCL_P2P_DISABLE",))
+    assert result.source == "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html"
+
+
+def test_collectives_is_opt_in() -> None:
+    from rocmdoctor.checks.registry import all_checks
+
+    assert "collectives" not in [c.id for c in all_checks()]
+    assert [c.id for c in all_checks(opt_in=True)][-1] == "collectives"
