@@ -56,6 +56,7 @@ def test_trials_run_concurrently_one_per_gpu(tmp_path: Path) -> None:
         if t["state"] == "ok":
             assert t["visible_devices"] == {"CUDA_VISIBLE_DEVICES": str(t["gpu"])}
     assert "(GPU 0)" in done.stderr and "(GPU 1)" in done.stderr
+    assert "[5/4]" not in done.stderr and done.stderr.count("/4] trial ") == 4
     # Two trials overlapped in time: they ran side by side, not one after the other.
     spans = sorted((t["started_at"], t["started_at"] + t["wall_s"]) for t in trials)
     assert any(later[0] < earlier[1] for earlier, later in zip(spans, spans[1:]))
@@ -88,7 +89,8 @@ def test_interrupted_parallel_tune_resumes_without_repeating(tmp_path: Path) -> 
     trials = result["trials"]
     done = [t for t in trials if t["state"] in DONE]
     keys = [json.dumps(t["params"], sort_keys=True) for t in done]
-    assert len(keys) == len(set(keys)) == 4
+    assert len(keys) == len(set(keys)) == 4, [(t["number"], t["params"], t["state"],
+                                                t["retry_of"]) for t in trials]
     interrupted = [t for t in trials if t["state"] == "interrupted"]
     assert interrupted, "a running trial should have been cut off"
     for cut in interrupted:
@@ -144,3 +146,17 @@ def test_gpu_list_parsing() -> None:
         parse_gpus("0,x")
     with pytest.raises(ValueError, match="names a GPU twice"):
         parse_gpus("1,1")
+
+
+@pytest.mark.e2e
+def test_max_trials_holds_with_two_gpus(tmp_path: Path) -> None:
+    args = [a for a in SEARCH if a != "5m"]
+    args[args.index("--budget")] = "--max-trials"
+    args.insert(args.index("--max-trials") + 1, "3")
+    done = subprocess.run(TUNE + WORKLOAD + args + ["--budget", "5m", "--output", "r.json"],
+                          cwd=tmp_path, env=_env(tmp_path), text=True, capture_output=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
+    assert len([t for t in result["trials"] if t["state"] in DONE]) == 3
+    assert "[4/3]" not in done.stderr

@@ -148,7 +148,7 @@ def render_summary(result: Mapping[str, Any], outputs: Sequence[str] = ()) -> st
     w, p = result["workload"], result["platform"]
     knobs = {k["name"]: k for k in result["space"]["knobs"]}
     trials = result["trials"]
-    counted = [t for t in trials if t["state"] not in ("duplicate", "interrupted")]
+    counted = [t for t in trials if t["state"] not in ("duplicate", "interrupted", "not-run")]
     states: dict[str, int] = {}
     for t in counted:
         states[t["state"]] = states.get(t["state"], 0) + 1

@@ -70,7 +70,7 @@ def trials_chart(trials: Sequence[Mapping[str, Any]], baseline: Optional[float],
                  unit: str) -> str:
     """Throughput of each trial against minutes since the tune began."""
     timed = [t for t in trials if t.get("started_at") is not None
-             and t["state"] not in ("duplicate",)]
+             and t["state"] not in ("duplicate", "not-run")]
     if not timed:
         return '<p class="muted">No trial ran.</p>'
     t0 = min(t["started_at"] for t in timed)

@@ -413,7 +413,7 @@ def recover(study: optuna.Study) -> list[int]:
     queued = []
     for trial in trials:
         state = trial.user_attrs.get("state") or unrecorded_state(trial)
-        if state == "interrupted" and trial.number not in retried:
+        if state in ("interrupted", "not-run") and trial.number not in retried:
             attrs = {"retry_of": trial.number}
             if trial.user_attrs.get("baseline"):
                 attrs["baseline"] = True

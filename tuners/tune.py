@@ -274,6 +274,16 @@ class Tuner:
             except BaseException as exc:  # noqa: BLE001 - handed to the main thread
                 errors.append(exc)
 
+        # Optuna pops a queued trial by reading it WAITING, then marking it RUNNING; on SQLite,
+        # which has no row locks, two threads can pop the same trial. One pop at a time.
+        pop = self.study._pop_waiting_trial_id
+        pop_lock = threading.Lock()
+
+        def pop_one() -> Optional[int]:
+            with pop_lock:
+                return pop()
+
+        self.study._pop_waiting_trial_id = pop_one  # type: ignore[method-assign]
         threads = [threading.Thread(target=loop, args=(gpu,), name=f"tune-gpu{gpu}", daemon=True)
                    for gpu in self.o.gpus]
         for thread in threads:
@@ -293,7 +303,10 @@ class Tuner:
 
     def _search_on(self, gpu: Optional[int]) -> None:
         def after(study: optuna.Study, _trial: optuna.trial.FrozenTrial) -> None:
-            if self._search_over():
+            with self.lock:
+                full = bool(self.o.max_trials) and \
+                    len(self._done()) + len(self.running) >= (self.o.max_trials or 0)
+            if full or self._search_over():
                 study.stop()
 
         def objective(trial: optuna.Trial) -> float:
@@ -309,7 +322,11 @@ class Tuner:
         return limit * (2 if plan.tunableop or plan.spec.compile else 1)
 
     def _objective(self, trial: optuna.Trial, gpu: Optional[int] = None) -> float:
-        if self.cancel.is_set():
+        if self.cancel.is_set():  # Ctrl-C while this loop was asking for a trial
+            with self.lock:
+                se.suggest(trial, self.space)  # a trial without parameters confuses samplers
+            trial.set_user_attr("state", "interrupted")
+            trial.set_user_attr("message", "not started: the tune was interrupted")
             raise KeyboardInterrupt
         try:
             return self._trial(trial, gpu)
@@ -323,6 +340,14 @@ class Tuner:
         with self.lock:
             params = se.suggest(trial, self.space)
             key = se.params_key(params)
+            limit = self.o.max_trials
+            if limit and len(self._done()) + len(self.running) >= limit:
+                # another GPU runs the last trial allowed: this one never starts (a later
+                # tune with a higher --max-trials runs it: search.recover queues it again)
+                trial.set_user_attr("state", "not-run")
+                trial.set_user_attr("message", f"--max-trials {limit} reached")
+                trial.study.stop()
+                raise _TrialSkipped("limit")
             if key in self.running or key in se.done_keys(self.study):
                 self.duplicates += 1
                 trial.set_user_attr("state", "duplicate")
@@ -349,8 +374,10 @@ class Tuner:
         for key, value in {"started_at": time.time(), "dir": trial_dir, "env": plan.env,
                            "spec": plan.spec.to_dict(), "gpu": gpu}.items():
             trial.set_user_attr(key, value)
+        with self.lock:  # trials finished or started before this one
+            before = len(self._done()) + len(self.running) - 1
         self.emit("trial-start", {"number": trial.number, "params": params, "gpu": gpu,
-                                  "changes": self._changes(params), "finished": len(self._done()),
+                                  "changes": self._changes(params), "finished": before,
                                   "total": self._total(), "time_left": self.time_left()})
         outcome, one_time = self._run_plan(plan, self._timeout(plan), pruner, gpu)
         trial.set_user_attr("state", outcome.state)
