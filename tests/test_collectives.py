@@ -131,3 +131,62 @@ def test_collectives_is_opt_in() -> None:
 
     assert "collectives" not in [c.id for c in all_checks()]
     assert [c.id for c in all_checks(opt_in=True)][-1] == "collectives"
+
+
+def _replay_run(change: Any) -> CheckResult:
+    """The real two-H200 run with its launcher output changed by `change`."""
+    import json
+
+    from rocmdoctor.snapshot import SnapshotHost, load_snapshot
+
+    data = load_snapshot(H200X2)
+    key = next(k for k in data["commands"] if k.startswith("rocmdoctor-collectives "))
+    run = json.loads(data["commands"][key]["stdout"])
+    change(run)
+    data["commands"][key]["stdout"] = json.dumps(run) + "\n"
+    return _run(SnapshotHost(data))
+
+
+def test_peer_access_off_on_an_nvlink_pair_is_flagged() -> None:
+    def no_access(run: dict[str, Any]) -> None:
+        for pair in run["p2p"]:
+            pair["access"] = False
+
+    result = _replay_run(no_access)
+    assert result.status == Status.WARN
+    assert result.summary.endswith(
+        "of NV18; GPUs 0 and 1 are linked by NVLINK but peer access is off, so copies go "
+        "through host memory (see https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/"
+        "troubleshooting.html#pci-access-control-services-acs)")
+    assert result.findings[3].text == ("peer-to-peer copies: 0->1 112.0 GB/s (no peer access), "
+                                       "1->0 384.2 GB/s (no peer access)")
+
+
+def test_an_all_reduce_far_below_the_link_is_flagged() -> None:
+    def slow(run: dict[str, Any]) -> None:
+        for size in run["allreduce"]:
+            size["busbw_gbs"] /= 5
+
+    result = _replay_run(slow)
+    assert result.status == Status.WARN
+    assert result.summary == ("2 ranks (NCCL): all-reduce of 256 MiB at 59.3 GB/s bus bandwidth, "
+                              "13% of the 450.0 GB/s per direction of NV18; all-reduce bus "
+                              "bandwidth is 13% of what the slowest link (NV18) carries")
+    assert result.fix is not None and result.fix.commands == ()
+
+
+def test_a_pair_far_slower_than_its_peers_is_named() -> None:
+    from rocmdoctor.checks.collectives import _pair_problems
+    from rocmdoctor.topology import Link, Topology
+
+    nv = Link(kind="nvlink", label="NV18", count=18)
+    topo = Topology(source="nvidia-smi topo -m", gpus=4,
+                    links={(i, j): nv for i in range(4) for j in range(i + 1, 4)}, numa={},
+                    raw="")
+    pairs = [{"src": i, "dst": j, "access": True, "gbs": 380.0}
+             for i in range(4) for j in range(4) if i != j]
+    pairs[4]["gbs"] = 90.0  # 1 -> 2
+    findings: list[Any] = []
+    assert _pair_problems(pairs, topo, findings) == [
+        "GPUs 1 and 2 copy at 90.0 GB/s, under half the 380.0 GB/s of the other pairs"]
+    assert findings[0].text.startswith("peer-to-peer copies: 0->1 380.0 GB/s, 0->2 380.0 GB/s")

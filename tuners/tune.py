@@ -355,14 +355,15 @@ class Tuner:
                 raise _TrialSkipped("duplicate")
             self.duplicates = 0
             self.running.add(key)
+            before = len(self._done()) + len(self.running) - 1  # finished or started earlier
         try:
-            return self._measure_trial(trial, params, gpu)
+            return self._measure_trial(trial, params, gpu, before)
         finally:
             with self.lock:
                 self.running.discard(key)
 
     def _measure_trial(self, trial: optuna.Trial, params: dict[str, str],
-                       gpu: Optional[int]) -> float:
+                       gpu: Optional[int], before: int) -> float:
         import optuna
 
         trial_dir = os.path.join(self.study_dir, "trials", str(trial.number))
@@ -374,8 +375,6 @@ class Tuner:
         for key, value in {"started_at": time.time(), "dir": trial_dir, "env": plan.env,
                            "spec": plan.spec.to_dict(), "gpu": gpu}.items():
             trial.set_user_attr(key, value)
-        with self.lock:  # trials finished or started before this one
-            before = len(self._done()) + len(self.running) - 1
         self.emit("trial-start", {"number": trial.number, "params": params, "gpu": gpu,
                                   "changes": self._changes(params), "finished": before,
                                   "total": self._total(), "time_left": self.time_left()})
