@@ -149,3 +149,38 @@ def test_a_new_study_queues_the_seeds_after_the_baseline(tmp_path: Path) -> None
                for t in study.get_trials(deepcopy=False)]
     assert waiting == [({"channels_last": "off"}, {"baseline": True}),
                        ({"channels_last": "on"}, {"seed": True})]
+
+
+def test_recover_leaves_trials_that_another_live_tune_runs(tmp_path: Path) -> None:
+    """Machines sharing a study (--storage): a tune starting on one must not take over the
+    trials another machine is running, nor those of a live tune on this machine; a dead
+    process's trial and one abandoned long ago elsewhere are recovered."""
+    import os
+    import subprocess
+
+    space = _space()
+    study = _study(tmp_path, space)
+    _finish(study, space, "ok", 100.0)
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    owners = {"elsewhere": se.owner_id("node-b", 4242),
+              "live here": se.owner_id("node-a", os.getppid()),
+              "dead here": se.owner_id("node-a", dead.pid)}
+    numbers = {}
+    for what, owner in owners.items():
+        trial = study.ask()
+        se.suggest(trial, space)
+        trial.set_user_attr("owner", owner)
+        numbers[what] = trial.number
+    reopened = _study(tmp_path, space)
+    assert se.recover(reopened, "node-a") == [numbers["dead here"]]
+    states = {what: reopened.trials[n].state for what, n in numbers.items()}
+    assert states == {"elsewhere": TrialState.RUNNING, "live here": TrialState.RUNNING,
+                      "dead here": TrialState.FAIL}
+    # long after it started, another machine's trial counts as abandoned
+    from rocmdoctor.tuners.search import _abandoned
+
+    frozen = reopened.trials[numbers["elsewhere"]]
+    start = frozen.datetime_start.timestamp()
+    assert not _abandoned(frozen, "node-a", start + 60)
+    assert _abandoned(frozen, "node-a", start + se.STALE_S + 1)

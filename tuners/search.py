@@ -397,13 +397,51 @@ def seed_params(space: SearchSpace) -> list[dict[str, str]]:
     return seeds
 
 
-def recover(study: optuna.Study) -> list[int]:
+STALE_S = 3 * 1200.0  # a trial running this long elsewhere is dead (trial timeouts <= 2400 s)
+
+
+def owner_id(host: str, pid: int) -> str:
+    """Who runs a trial: "host:pid" (machines may share a study through --storage)."""
+    return f"{host}:{pid}"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # exists, owned by someone else
+        return True
+    return True
+
+
+def _abandoned(trial: optuna.trial.FrozenTrial, host: str, now: float) -> bool:
+    """A RUNNING trial nobody runs any more: started by a tune on this machine whose process
+    is gone, or by another machine so long ago that it cannot still be running. A tune on
+    another machine sharing the study keeps its running trials."""
+    owner = str(trial.user_attrs.get("owner") or "")
+    if not owner:
+        return True
+    owner_host, _, pid = owner.rpartition(":")
+    if owner_host == host:
+        return not (pid.isdigit() and int(pid) != os.getpid() and _pid_alive(int(pid)))
+    started = trial.datetime_start.timestamp() if trial.datetime_start else 0.0
+    return now - started > STALE_S
+
+
+def recover(study: optuna.Study, host: str = "") -> list[int]:
     """Mark trials left running by a killed tune as interrupted, and queue each interrupted
-    trial again (once): it was not finished, so it is not counted and not lost."""
+    trial again (once): it was not finished, so it is not counted and not lost. `host` is
+    this machine's name: trials another live tune is running are left alone."""
+    import time
+
     from optuna.trial import TrialState
 
     storage = study._storage
+    now = time.time()
     for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        if not _abandoned(trial, host, now):
+            continue
         storage.set_trial_user_attr(trial._trial_id, "state", "interrupted")
         storage.set_trial_user_attr(trial._trial_id, "message",
                                     "the tune stopped while this trial ran")

@@ -19,6 +19,7 @@ import fcntl
 import glob
 import os
 import shutil
+import socket
 import statistics
 import threading
 import time
@@ -183,7 +184,7 @@ class Tuner:
             except Exception as exc:  # noqa: BLE001 - a storage URL is outside input
                 first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
                 raise TuneError(f"cannot open the study storage {storage}: {first}") from None
-            requeued = se.recover(self.study)
+            requeued = se.recover(self.study, socket.gethostname())
             self.emit("plan", {"platform": self.platform.to_dict(), "study": name,
                                "storage": storage, "space": self.space.to_dict(),
                                "sampler": type(self.sampler).__name__, "requeued": requeued,
@@ -355,6 +356,7 @@ class Tuner:
                 raise _TrialSkipped("duplicate")
             self.duplicates = 0
             self.running.add(key)
+            trial.set_user_attr("owner", se.owner_id(socket.gethostname(), os.getpid()))
             before = len(self._done()) + len(self.running) - 1  # finished or started earlier
         try:
             return self._measure_trial(trial, params, gpu, before)
