@@ -71,6 +71,8 @@ def outcomes() -> dict[str, Any]:
                                          on_window=_recorder("prune", False)),
         "broken": lambda: run_bench_child(BROKEN, timeout_s=240, cwd=repo_root()),
         "raising": _raising_callback,
+        "nomfu": lambda: run_bench_child(dataclasses.replace(TINY, settings={"mfu": False}),
+                                         timeout_s=240),
     }
     with ThreadPoolExecutor(max_workers=2) as pool:
         futures = {name: pool.submit(job) for name, job in jobs.items()}
@@ -128,6 +130,18 @@ def test_tinycnn_result_is_sane(outcomes: dict[str, Any]) -> None:
         / (mfu["gemm"]["tflops"] * 1e12))
     assert mfu["throughput_basis"] == "mean"
     assert mfu["vs_spec"] is None and "no peak figure" in mfu["spec_note"]
+
+
+def test_mfu_false_skips_flops_and_gemm_but_not_the_rest(outcomes: dict[str, Any]) -> None:
+    outcome = outcomes["nomfu"]
+    assert outcome.state == "ok", outcome.stderr_tail
+    result = outcome.result
+    spec = dataclasses.replace(TINY, settings={"mfu": False})
+    _check_sane(result, spec, "images")  # power, memory and timing as usual
+    skipped = "not measured (settings: mfu=false)"
+    assert result["metrics"]["flops"]["per_sample_train"] is None
+    assert result["metrics"]["mfu"]["gemm"] == {"tflops": None, "reason": skipped}
+    assert result["metrics"]["mfu"]["reason"] == skipped
 
 
 def test_resnet50_tiny_image_on_cpu(outcomes: dict[str, Any]) -> None:
@@ -221,7 +235,7 @@ def test_bad_spec_is_an_error_without_a_child() -> None:
     assert outcome.message == (
         "unknown precision 'fp8' (one of fp32, fp32-strict, tf32, bf16, fp16); unknown setting "
         "'warp_speed' (known: compile_mode, cudnn_benchmark, cudnn_enabled, deterministic, "
-        "extras, matmul_precision, min_warmup_s, miopen_immediate, num_threads, power_hz, preferred_blas, seed, tf32)")
+        "extras, matmul_precision, mfu, min_warmup_s, miopen_immediate, num_threads, power_hz, preferred_blas, seed, tf32)")
 
 
 def test_worker_itself_rejects_unknown_settings() -> None:

@@ -163,8 +163,9 @@ def test_materialize_builds_spec_environment_and_trial_folders() -> None:
               "miopen_find_mode": "NORMAL", "miopen_nhwc": "1", "tunableop": "on",
               "alloc": "expandable_segments"}
     plan = materialize(space, params, BenchSpec(), RX7900, env, "/c/study/trials/7")
+    # (a trial's figures need no MFU: its FLOP count and GEMM peak are skipped)
     assert plan.spec == BenchSpec(precision="bf16", channels_last=True, compile=False,
-                                  settings={"cudnn_benchmark": True})
+                                  settings={"cudnn_benchmark": True, "mfu": False})
     assert plan.tunableop is True
     assert plan.env == {
         "MIOPEN_FIND_MODE": "NORMAL",

@@ -288,6 +288,7 @@ def materialize(space: SearchSpace, params: Mapping[str, str], spec: BenchSpec,
             patch[var] = kb.merge_alloc(env.get(var, ""), value)
         elif kind == kb.TUNABLEOP:
             tunableop = bool(value)
+    settings.setdefault("mfu", False)  # a trial's figures need no FLOP count or GEMM peak
     dirs: dict[str, str] = {}
     if platform.kind == "rocm":
         dirs["MIOPEN_USER_DB_PATH"] = os.path.join(trial_dir, "miopen-db")

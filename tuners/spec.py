@@ -41,6 +41,8 @@ SETTINGS: dict[str, tuple[type, str]] = {
     "extras": (bool, "False skips FLOP counting, the GEMM peak and power sampling: a fast "
                      "probe (--find-max-batch uses it); default True"),
     "power_hz": (float, "power samples per second during the measurement (default 10)"),
+    "mfu": (bool, "False skips FLOP counting and the GEMM peak but keeps power (tune's "
+                  "trials, which use neither); default True"),
 }
 _CHOICES: dict[str, tuple[str, ...]] = {
     "matmul_precision": ("highest", "high", "medium"),

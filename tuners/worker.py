@@ -203,12 +203,12 @@ def run(spec: BenchSpec, emit: Callable[[dict[str, Any]], None], fault: str) -> 
 
     stats = step_stats(step_s, unit_per_step)
     memory = _memory(torch, device, info)
-    if extras:
+    if extras and spec.settings.get("mfu", True):
         flop_info = _count_flops(flops, model, inputs, targets, work.loss_fn, autocast,
                                  spec.batch_size)
         gemm = _gemm(flops, torch, device, spec.precision)
     else:
-        skipped = "not measured (settings: extras=false)"
+        skipped = "not measured (settings: " + ("extras=false)" if not extras else "mfu=false)")
         flop_info = {"per_sample_forward": None, "per_sample_train": None, "reason": skipped}
         gemm = {"tflops": None, "reason": skipped}
     mfu = _mfu(stats, flop_info, gemm, info["name"], spec.precision, work.units_per_sample)
