@@ -226,6 +226,9 @@ def report(
     ),
     timeout: float = typer.Option(10.0, "--timeout", min=0.1, help="Seconds each command may run."),
     python: Optional[str] = typer.Option(None, "--python", help="The Python that will train."),
+    collectives: bool = typer.Option(
+        False, "--collectives", help="Include the collectives measurement (check --collectives)."
+    ),
 ) -> None:
     """An issue-ready report of this machine (Markdown by default), safe to publish."""
     if fmt not in ("markdown", "text", "json"):
@@ -237,7 +240,7 @@ def report(
     from rocmdoctor.report_facts import gather
 
     host = _make_host(from_file, timeout, python)
-    result = _run_report(host, [], [])
+    result = _run_report(host, [], [], opt_in=collectives)
     facts = gather(host)
     user = host.user.name
     homes = tuple(h for h in (host.env.get("HOME"), f"/home/{user}") if h)

@@ -190,3 +190,20 @@ def test_a_pair_far_slower_than_its_peers_is_named() -> None:
     assert _pair_problems(pairs, topo, findings) == [
         "GPUs 1 and 2 copy at 90.0 GB/s, under half the 380.0 GB/s of the other pairs"]
     assert findings[0].text.startswith("peer-to-peer copies: 0->1 380.0 GB/s, 0->2 380.0 GB/s")
+
+
+@pytest.mark.e2e
+def test_report_and_check_include_it_when_asked() -> None:
+    row = ("| collectives | ✅ pass | 2 ranks (NCCL): all-reduce of 256 MiB at 296.5 GB/s bus "
+           "bandwidth, 66% of the 450.0 GB/s per direction of NV18 |")
+    base = [sys.executable, "-m", "rocmdoctor"]
+    report = subprocess.run(base + ["report", "--from", H200X2, "--collectives"],
+                            capture_output=True, text=True, timeout=120)
+    assert report.returncode == 0 and row in report.stdout.splitlines()
+    plain = subprocess.run(base + ["report", "--from", H200X2], capture_output=True, text=True,
+                           timeout=120)
+    assert plain.returncode == 0 and "| collectives |" not in plain.stdout
+    check = subprocess.run(base + ["check", "--from", H200X2, "--only", "collectives"],
+                           capture_output=True, text=True, timeout=120)
+    assert check.returncode == 0
+    assert check.stdout.splitlines()[-1] == "1 passed, 0 warnings, 0 failed, 0 skipped, 0 errors"
