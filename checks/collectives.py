@@ -43,7 +43,7 @@ class Collectives(Check):
     source = NCCL_TESTS_PERF
     uses_python = True
     opt_in = True
-    deadline_s = DEADLINE_S + 90
+    deadline_s = DEADLINE_S + 60 + 60  # + the probe's 60 s + the topology commands
 
     def _plan(self, host: Host) -> tuple[Optional[str], int, str]:
         """(skip reason, ranks, backend)."""
@@ -74,7 +74,10 @@ class Collectives(Check):
                 extra = ["--sizes", host.env["ROCMDOCTOR_COLL_SIZES"]]
         argv = [TOOL, "--nprocs", str(ranks), "--backend", backend,
                 "--timeout", f"{deadline:g}", *extra]
-        done = host.run(argv, timeout=deadline + 60)
+        done = host.run(argv, timeout=deadline + 30)
+        if done.not_found:  # a snapshot taken without --collectives has no run to replay
+            return self.skipped("no collectives run recorded here (take the snapshot with "
+                                "`rocmdoctor snapshot --collectives`)")
         rocm = platform_kind(host) == "rocm"
         lib = "RCCL" if rocm else ("NCCL" if backend == "nccl" else backend)
         if done.timed_out or not done.stdout.strip():
@@ -128,6 +131,9 @@ class Collectives(Check):
                 slow.append(f"all-reduce bus bandwidth is {busbw / gbs:.0%} of what the "
                             f"slowest link ({label}) carries")
         slow += _pair_problems(data.get("p2p") or [], topo, findings)
+        if data.get("p2p_error"):
+            findings.append(Finding.info(f"peer-to-peer copies not measured: "
+                                         f"{data['p2p_error']}"))
         findings.extend(Finding.error(text) for text in slow)
         if slow or env_warn:
             fix = Fix(text=f"Unset the variables that disable {lib}'s fast paths, then measure "

@@ -84,9 +84,11 @@ def _live_host(timeout: float, python: Optional[str], probe_now: bool = True) ->
 
 
 def _run_report(host: Host, only: list[str], skip: list[str], opt_in: bool = False) -> Report:
-    from rocmdoctor.checks.registry import all_checks
+    from rocmdoctor.checks.registry import OPT_IN_CHECKS, all_checks
     from rocmdoctor.runner import UnknownCheckError, run_selected
 
+    if not opt_in:  # skipping a check that only runs when asked for is already done
+        skip = [s for s in skip if s not in {c.id for c in OPT_IN_CHECKS}]
     try:
         report = run_selected(host, all_checks(opt_in), only=only, skip=skip)
     except UnknownCheckError as exc:

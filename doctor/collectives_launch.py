@@ -77,7 +77,9 @@ class Rank:
             reader.join(timeout=2.0)
         code = self.proc.returncode
         done = next((e for e in self.events if e.get("event") == "done"), None)
-        if self.killed == "hung":
+        if self.killed and done is not None:  # its work was done; only its exit hung
+            state, message = "ok", "finished; the process hung at exit and was killed"
+        elif self.killed == "hung":
             state, message = "hung", (f"no result within {timeout_s:g} s; it was in stage "
                                       f"'{self.stage}' and was killed")
         elif self.killed == "stopped":
@@ -103,8 +105,47 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def _supervise(procs: list[Rank], deadline: float, parent: int) -> None:
+    """Wait for every process; past the deadline, or GRACE_S after one fails, kill the rest.
+    If rocmdoctor itself goes away (Ctrl-C), kill them all at once."""
+    failed_at: Optional[float] = None
+    while any(r.proc.poll() is None for r in procs):
+        now = time.monotonic()
+        if failed_at is None and any(r.proc.returncode not in (None, 0) for r in procs):
+            failed_at = now
+        orphaned = os.getppid() != parent
+        if orphaned or now >= deadline or (failed_at is not None and
+                                            now >= failed_at + GRACE_S):
+            for r in procs:
+                if r.proc.poll() is None:
+                    r.killed = "stopped" if failed_at is not None or orphaned else "hung"
+                    r.proc.kill()
+            break
+        time.sleep(0.05)
+    for r in procs:
+        r.proc.wait()
+
+
+def _p2p(python: Optional[str], deadline: float, parent: int) -> tuple[list[dict[str, Any]],
+                                                                        Optional[str]]:
+    """Peer access and copy speed between every ordered pair of GPUs, in one process started
+    after the ranks have exited: no rank holds a GPU (exclusive-process mode) or spins in a
+    collective on the destination while the copies are timed."""
+    env = dict(os.environ, ROCMDOCTOR_COLL_MODE="p2p", PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen([python or sys.executable, RANK_SCRIPT], env=env, text=True,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, encoding="utf-8", errors="replace")
+    runner = Rank(0, proc)
+    _supervise([runner], deadline, parent)
+    report = runner.report(max(0.0, deadline - runner.started))
+    pairs = [{k: v for k, v in e.items() if k != "event"} for e in runner.events
+             if e.get("event") == "p2p"]
+    return pairs, None if report["state"] == "ok" else report["message"]
+
+
 def launch(nprocs: int, backend: str, timeout_s: float, sizes: tuple[int, ...],
            python: Optional[str] = None) -> dict[str, Any]:
+    parent = os.getppid()
     port = free_port()
     base = dict(os.environ)
     base.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), WORLD_SIZE=str(nprocs),
@@ -121,21 +162,12 @@ def launch(nprocs: int, backend: str, timeout_s: float, sizes: tuple[int, ...],
                                 stderr=subprocess.PIPE, encoding="utf-8", errors="replace")
         ranks.append(Rank(rank, proc))
     deadline = start + timeout_s
-    failed_at: Optional[float] = None
-    while any(r.proc.poll() is None for r in ranks):
-        now = time.monotonic()
-        if failed_at is None and any(r.proc.returncode not in (None, 0) for r in ranks):
-            failed_at = now
-        if now >= deadline or (failed_at is not None and now >= failed_at + GRACE_S):
-            for r in ranks:
-                if r.proc.poll() is None:
-                    r.killed = "stopped" if failed_at is not None else "hung"
-                    r.proc.kill()
-            break
-        time.sleep(0.05)
-    for r in ranks:
-        r.proc.wait()
+    _supervise(ranks, deadline, parent)
     reports = [r.report(timeout_s) for r in ranks]
+    pairs: list[dict[str, Any]] = []
+    p2p_error = None
+    if backend == "nccl" and all(rep["state"] == "ok" for rep in reports):
+        pairs, p2p_error = _p2p(python, deadline, parent)
     events = ranks[0].events
     info = next((e for e in events if e.get("event") == "info"), {})
     done = [e for r in ranks for e in r.events if e.get("event") == "done"]
@@ -147,8 +179,7 @@ def launch(nprocs: int, backend: str, timeout_s: float, sizes: tuple[int, ...],
         "ranks": reports,
         "allreduce": [{k: v for k, v in e.items() if k != "event"} for e in events
                       if e.get("event") == "allreduce"],
-        "p2p": [{k: v for k, v in e.items() if k != "event"} for e in events
-                if e.get("event") == "p2p"],
+        "p2p": pairs, "p2p_error": p2p_error,
         "elapsed_s": round(time.monotonic() - start, 3),
     }
 

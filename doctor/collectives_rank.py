@@ -1,5 +1,5 @@
-"""One rank of `rocmdoctor check --collectives`: all-reduce bus bandwidth and, on rank 0,
-peer-to-peer copies between every pair of local GPUs.
+"""One rank of `rocmdoctor check --collectives`: all-reduce bus bandwidth; or, run alone
+afterwards, peer-to-peer copies between every pair of local GPUs.
 
 Started by `collectives.py` with torchrun's environment (RANK, LOCAL_RANK, WORLD_SIZE,
 LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT) and joined with `init_method="env://"`, as a
@@ -8,8 +8,10 @@ so it runs in whichever Python trains. Progress and results are JSON lines on st
   {"event": "stage", "stage": "..."}     what the rank is about to do (a hang names it)
   {"event": "info", ...}                  backend, device, NCCL/RCCL version (rank 0)
   {"event": "allreduce", "bytes": n, "time_s": t, "algbw_gbs": a, "busbw_gbs": b}  (rank 0)
-  {"event": "p2p", "src": i, "dst": j, "access": bool, "gbs": x}                   (rank 0)
   {"event": "done", "correct": bool}
+With ROCMDOCTOR_COLL_MODE=p2p, started once after the ranks have exited, it times copies
+between every ordered pair of GPUs instead:
+  {"event": "p2p", "src": i, "dst": j, "access": bool, "gbs": x}
 
 By hand, the same measurement: nccl-tests' all_reduce_perf (github.com/NVIDIA/nccl-tests),
 or rccl-tests on ROCm; bus bandwidth is defined as in its doc/PERFORMANCE.md.
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import datetime
 import functools
+import inspect
 import json
 import os
 import sys
@@ -120,6 +123,13 @@ def p2p_pairs(torch: Any) -> None:
 
 
 def main() -> int:
+    if os.environ.get("ROCMDOCTOR_COLL_MODE") == "p2p":  # after the ranks, alone on the GPUs
+        stage("import torch")
+        import torch
+
+        p2p_pairs(torch)
+        emit(event="done", correct=True)
+        return 0
     rank = int(os.environ["RANK"])
     world = int(os.environ["WORLD_SIZE"])
     local = int(os.environ.get("LOCAL_RANK", rank))
@@ -135,7 +145,10 @@ def main() -> int:
     if device.type == "cuda":
         torch.cuda.set_device(device)
     stage("init_process_group")
-    kwargs: dict[str, Any] = {"device_id": device} if device.type == "cuda" else {}
+    kwargs: dict[str, Any] = {}
+    if device.type == "cuda" and "device_id" in \
+            inspect.signature(dist.init_process_group).parameters:  # torch >= 2.2
+        kwargs["device_id"] = device
     dist.init_process_group(backend, init_method="env://", rank=rank, world_size=world,
                             timeout=datetime.timedelta(seconds=limit), **kwargs)
     if rank == 0:
@@ -153,14 +166,11 @@ def main() -> int:
     dist.all_reduce(probe)
     correct = bool((probe == world * (world + 1) / 2).all().item())
     allreduce_sweep(torch, dist, device, rank, world, sizes)
-    stage("barrier before p2p")
-    dist.barrier()
-    if rank == 0 and device.type == "cuda":
-        p2p_pairs(torch)
-    stage("barrier after p2p")
+    stage("barrier")
     dist.barrier()
     dist.destroy_process_group()
     emit(event="done", correct=correct)
+    fault(rank, "exit")
     return 0
 
 

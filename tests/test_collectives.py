@@ -207,3 +207,51 @@ def test_report_and_check_include_it_when_asked() -> None:
                            capture_output=True, text=True, timeout=120)
     assert check.returncode == 0
     assert check.stdout.splitlines()[-1] == "1 passed, 0 warnings, 0 failed, 0 skipped, 0 errors"
+
+
+def test_a_snapshot_without_the_run_skips_it_and_skip_needs_no_flag() -> None:
+    from rocmdoctor.snapshot import SnapshotHost, load_snapshot
+
+    data = load_snapshot(H200X2)
+    data["commands"] = {k: v for k, v in data["commands"].items()
+                        if not k.startswith("rocmdoctor-collectives ")}
+    result = _run(SnapshotHost(data))
+    assert (result.status, result.summary) == (
+        Status.SKIP, "no collectives run recorded here (take the snapshot with `rocmdoctor "
+        "snapshot --collectives`)")
+    done = subprocess.run([sys.executable, "-m", "rocmdoctor", "check", "--from", H200X2,
+                           "--skip", "collectives"], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "collectives" not in done.stdout
+
+
+@pytest.mark.e2e
+def test_a_rank_that_hangs_only_at_exit_still_counts() -> None:
+    result = _run(_live(ROCMDOCTOR_COLL_FAULT="1:hang@exit", ROCMDOCTOR_COLL_DEADLINE="15"))
+    assert result.status == Status.PASS, result
+    assert result.summary.startswith("3 ranks (gloo): all-reduce of 1 MiB at ")
+
+
+@pytest.mark.e2e
+def test_the_ranks_go_when_rocmdoctor_goes(tmp_path: Any) -> None:
+    """Ctrl-C on `check --collectives` ends rocmdoctor; the launcher, left an orphan, stops
+    its ranks at once instead of at its deadline."""
+    import json
+    import time
+
+    out = tmp_path / "launch.json"
+    env = dict(os.environ, ROCMDOCTOR_TESTING="1", ROCMDOCTOR_COLL_FAULT="0:hang@import,"
+               "1:hang@import")
+    start = time.monotonic()
+    subprocess.run([sys.executable, "-c",
+                    "import subprocess, sys; subprocess.Popen([sys.executable, sys.argv[1], "
+                    "'--nprocs', '2', '--backend', 'gloo', '--timeout', '120'], "
+                    "stdout=open(sys.argv[2], 'w')); import time; time.sleep(3)",
+                    COLLECTIVES_SCRIPT, str(out)],
+                   env=env, timeout=30, check=True)
+    while time.monotonic() - start < 60 and not out.read_text().strip():
+        time.sleep(0.2)
+    result = json.loads(out.read_text())
+    assert time.monotonic() - start < 30
+    assert [r["state"] for r in result["ranks"]] == ["stopped", "stopped"]

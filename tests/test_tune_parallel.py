@@ -163,3 +163,45 @@ def test_max_trials_holds_with_two_gpus(tmp_path: Path) -> None:
     result = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
     assert len([t for t in result["trials"] if t["state"] in DONE]) == 3
     assert "[4/3]" not in done.stderr
+
+
+def test_a_failing_gpu_thread_stops_the_others() -> None:
+    import threading
+    import time
+
+    tuner = _tuner((0, 1), {}, _platform())
+    seen: list[int] = []
+
+    def search_on(gpu: int | None) -> None:
+        seen.append(int(gpu or 0))
+        if gpu == 1:
+            raise OSError("the GPU fell off the bus")
+        while not tuner.cancel.wait(0.05):
+            pass
+
+    tuner._search_over = lambda: False  # type: ignore[method-assign]
+    tuner._search_on = search_on  # type: ignore[method-assign]
+    tuner.study = type("S", (), {"_pop_waiting_trial_id": lambda self: None})()
+    start = time.monotonic()
+    with pytest.raises(OSError, match="fell off the bus"):
+        tuner._search()
+    assert tuner.cancel.is_set() and sorted(seen) == [0, 1]
+    assert time.monotonic() - start < 10
+    assert not [t for t in threading.enumerate() if t.name.startswith("tune-gpu")]
+
+
+def test_cancel_kills_a_running_child_and_raises_ctrl_c() -> None:
+    import threading
+    import time
+
+    from rocmdoctor.tuners.child import _LIVE, run_bench_child
+
+    cancel = threading.Event()
+    spec = BenchSpec(model="tinycnn", device="cpu", batch_size=8, image_size=16,
+                     steps=100_000, warmup=1)
+    threading.Timer(3.0, cancel.set).start()
+    start = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        run_bench_child(spec, timeout_s=120, cancel=cancel)
+    assert time.monotonic() - start < 30
+    assert not _LIVE  # no child left behind

@@ -167,10 +167,15 @@ def test_recover_leaves_trials_that_another_live_tune_runs(tmp_path: Path) -> No
               "live here": se.owner_id("node-a", os.getppid()),
               "dead here": se.owner_id("node-a", dead.pid)}
     numbers = {}
+    import time
+
+    now = time.time()
     for what, owner in owners.items():
         trial = study.ask()
         se.suggest(trial, space)
         trial.set_user_attr("owner", owner)
+        trial.set_user_attr("started_at", now)
+        trial.set_user_attr("deadline_at", now + 100)
         numbers[what] = trial.number
     reopened = _study(tmp_path, space)
     assert se.recover(reopened, "node-a") == [numbers["dead here"]]
@@ -181,6 +186,30 @@ def test_recover_leaves_trials_that_another_live_tune_runs(tmp_path: Path) -> No
     from rocmdoctor.tuners.search import _abandoned
 
     frozen = reopened.trials[numbers["elsewhere"]]
-    start = frozen.datetime_start.timestamp()
-    assert not _abandoned(frozen, "node-a", start + 60)
-    assert _abandoned(frozen, "node-a", start + se.STALE_S + 1)
+    assert not _abandoned(frozen, "node-a", now + 60)
+    assert _abandoned(frozen, "node-a", now + 101)  # past the deadline it recorded
+
+
+def test_recover_gives_a_cut_off_baseline_its_parameters_back(tmp_path: Path) -> None:
+    space = _space()
+    study = _study(tmp_path, space)
+    cut = study.ask()  # the baseline, popped, then the tune died before it had a point
+    assert cut.user_attrs == {"baseline": True}
+    reopened = _study(tmp_path, space)
+    baseline = space.baseline_params()
+    assert se.recover(reopened, "node-a", baseline) == [cut.number]
+    (retry,) = [t for t in reopened.get_trials(states=(TrialState.WAITING,))
+                if t.user_attrs.get("retry_of") == cut.number]
+    assert retry.user_attrs == {"retry_of": cut.number, "baseline": True}
+    assert retry.system_attrs["fixed_params"] == baseline
+
+
+def test_a_trial_not_run_for_the_limit_is_not_requeued(tmp_path: Path) -> None:
+    space = _space()
+    study = _study(tmp_path, space)
+    _finish(study, space, "ok", 100.0)
+    skipped = study.ask()
+    se.suggest(skipped, space)
+    skipped.set_user_attr("state", "not-run")
+    study.tell(skipped, state=TrialState.FAIL)
+    assert se.recover(_study(tmp_path, space), "node-a") == []

@@ -34,6 +34,16 @@ from typing import IO, Any, Callable, Optional
 from rocmdoctor.tuners.spec import BenchSpec
 
 STATES = ("ok", "oom", "crashed", "timeout", "pruned", "error")
+_LIVE: set[subprocess.Popen[str]] = set()  # children running now (kill_all on Ctrl-C)
+_LIVE_LOCK = threading.Lock()
+
+
+def kill_all() -> None:
+    """Kill every benchmark child still running (their own sessions do not see Ctrl-C)."""
+    with _LIVE_LOCK:
+        procs = list(_LIVE)
+    for proc in procs:
+        _kill_group(proc)
 STDERR_TAIL_LINES = 40
 _EMPTY: Mapping[str, str] = {}
 
@@ -88,6 +98,20 @@ def run_bench_child(
         return TrialOutcome("error", None, f"cannot start {worker_argv(python)[0]}: "
                             f"{exc.strerror or exc}", "", None, time.monotonic() - start)
     assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    with _LIVE_LOCK:
+        _LIVE.add(proc)
+    try:
+        return _watch(proc, spec, start, timeout_s, on_window, on_event, cancel)
+    finally:
+        with _LIVE_LOCK:
+            _LIVE.discard(proc)
+
+
+def _watch(proc: subprocess.Popen[str], spec: BenchSpec, start: float, timeout_s: float,
+           on_window: Optional[Callable[[int, float], bool]],
+           on_event: Optional[Callable[[dict[str, Any]], None]],
+           cancel: Optional[threading.Event]) -> TrialOutcome:
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
     tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
     lines: queue.Queue[Optional[str]] = queue.Queue()
     readers = [
@@ -114,14 +138,22 @@ def run_bench_child(
     if ended_by:
         _kill_group(proc)
     exit_hung = False
-    try:
-        returncode: Optional[int] = proc.wait(timeout=max(5.0, deadline - time.monotonic()))
-    except subprocess.TimeoutExpired:
-        _kill_group(proc)  # closed stdout but never exited
-        returncode = proc.wait()
-        exit_hung = True
-        if final is None or final.get("event") != "result":
-            ended_by = ended_by or "timeout"
+    wait_until = time.monotonic() + max(5.0, deadline - time.monotonic())
+    returncode: Optional[int] = None
+    while returncode is None:
+        try:
+            returncode = proc.wait(timeout=0.25)
+        except subprocess.TimeoutExpired:
+            if cancel is not None and cancel.is_set():
+                _kill_group(proc)
+                proc.wait()
+                raise KeyboardInterrupt from None
+            if time.monotonic() >= wait_until:
+                _kill_group(proc)  # closed stdout but never exited
+                returncode = proc.wait()
+                exit_hung = True
+                if final is None or final.get("event") != "result":
+                    ended_by = ended_by or "timeout"
     for reader in readers:
         reader.join(timeout=2.0)
     wall = time.monotonic() - start

@@ -398,7 +398,7 @@ def seed_params(space: SearchSpace) -> list[dict[str, str]]:
     return seeds
 
 
-STALE_S = 3 * 1200.0  # a trial running this long elsewhere is dead (trial timeouts <= 2400 s)
+STALE_S = 3 * 3600.0  # a trial of another machine with no recorded deadline is dead after
 
 
 def owner_id(host: str, pid: int) -> str:
@@ -426,14 +426,20 @@ def _abandoned(trial: optuna.trial.FrozenTrial, host: str, now: float) -> bool:
     owner_host, _, pid = owner.rpartition(":")
     if owner_host == host:
         return not (pid.isdigit() and int(pid) != os.getpid() and _pid_alive(int(pid)))
-    started = trial.datetime_start.timestamp() if trial.datetime_start else 0.0
-    return now - started > STALE_S
+    # epoch seconds recorded by the tune itself: no time zone in them
+    deadline = trial.user_attrs.get("deadline_at")
+    if isinstance(deadline, (int, float)):
+        return now > deadline
+    started = trial.user_attrs.get("started_at")
+    return not isinstance(started, (int, float)) or now - started > STALE_S
 
 
-def recover(study: optuna.Study, host: str = "") -> list[int]:
+def recover(study: optuna.Study, host: str = "",
+            baseline: Optional[Mapping[str, str]] = None) -> list[int]:
     """Mark trials left running by a killed tune as interrupted, and queue each interrupted
     trial again (once): it was not finished, so it is not counted and not lost. `host` is
-    this machine's name: trials another live tune is running are left alone."""
+    this machine's name: trials another live tune is running are left alone. `baseline`:
+    your settings, for a baseline trial cut off before it had its parameters."""
     import time
 
     from optuna.trial import TrialState
@@ -452,11 +458,15 @@ def recover(study: optuna.Study, host: str = "") -> list[int]:
     queued = []
     for trial in trials:
         state = trial.user_attrs.get("state") or unrecorded_state(trial)
-        if state in ("interrupted", "not-run") and trial.number not in retried:
+        if state == "interrupted" and trial.number not in retried:
             attrs = {"retry_of": trial.number}
+            params = dict(trial.params or trial.system_attrs.get("fixed_params") or {})
             if trial.user_attrs.get("baseline"):
                 attrs["baseline"] = True
-            study.enqueue_trial(dict(trial.params), user_attrs=attrs)
+                params = params or dict(baseline or {})
+            if not params:  # cut off before it had a point: the sampler picks anew
+                continue
+            study.enqueue_trial(params, user_attrs=attrs)
             queued.append(trial.number)
     return queued
 

@@ -184,7 +184,8 @@ class Tuner:
             except Exception as exc:  # noqa: BLE001 - a storage URL is outside input
                 first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
                 raise TuneError(f"cannot open the study storage {storage}: {first}") from None
-            requeued = se.recover(self.study, socket.gethostname())
+            requeued = se.recover(self.study, socket.gethostname(),
+                                  self.space.baseline_params())
             self.emit("plan", {"platform": self.platform.to_dict(), "study": name,
                                "storage": storage, "space": self.space.to_dict(),
                                "sampler": type(self.sampler).__name__, "requeued": requeued,
@@ -254,10 +255,12 @@ class Tuner:
             return True
         if self.duplicates >= MAX_DUPLICATES:
             return True
-        # The budget binds once your settings have run (ok or not): there is always a baseline.
+        # The budget binds once your settings have run (ok or not): there is always a baseline;
+        # or once another tune sharing the study is running them.
         reserve = (self.o.confirm_top + 1) * self.o.confirm_rounds * self._typical_wall()
-        return any(t["baseline"] for t in done) and \
-            self.time_left() < self._typical_wall() + reserve
+        started = any(t["baseline"] and t["state"] in (*se.DONE_STATES, "running")
+                      for t in self._trials())
+        return started and self.time_left() < self._typical_wall() + reserve
 
     def _search(self) -> None:
         if self._search_over():
@@ -274,6 +277,7 @@ class Tuner:
                 self._search_on(gpu)
             except BaseException as exc:  # noqa: BLE001 - handed to the main thread
                 errors.append(exc)
+                self.cancel.set()  # the other GPUs stop too: their trials run again on resume
 
         # Optuna pops a queued trial by reading it WAITING, then marking it RUNNING; on SQLite,
         # which has no row locks, two threads can pop the same trial. One pop at a time.
@@ -295,12 +299,24 @@ class Tuner:
                     thread.join(timeout=0.2)
         except KeyboardInterrupt:
             self.cancel.set()  # each thread kills its child and records it as interrupted
-            for thread in threads:
-                thread.join(timeout=60)
+            self._join(threads)
             raise
         failures = [e for e in errors if not isinstance(e, KeyboardInterrupt)]
         if failures:
+            self._join(threads)
             raise failures[0]
+        if errors:  # a thread was cancelled because another failed: cannot happen alone
+            raise errors[0]
+
+    @staticmethod
+    def _join(threads: list[threading.Thread], within_s: float = 20.0) -> None:
+        """Let the threads record their trials, then kill any child still running."""
+        from rocmdoctor.tuners.child import kill_all
+
+        until = time.monotonic() + within_s
+        for thread in threads:
+            thread.join(timeout=max(0.0, until - time.monotonic()))
+        kill_all()
 
     def _search_on(self, gpu: Optional[int]) -> None:
         def after(study: optuna.Study, _trial: optuna.trial.FrozenTrial) -> None:
@@ -374,13 +390,18 @@ class Tuner:
         best = max((t["throughput"] for t in self._done() if t["state"] == "ok"), default=None)
         pruner = None if trial.user_attrs.get("baseline") else \
             se.WindowPruner(best, report=trial.report)
-        for key, value in {"started_at": time.time(), "dir": trial_dir, "env": plan.env,
-                           "spec": plan.spec.to_dict(), "gpu": gpu}.items():
+        timeout = self._timeout(plan)
+        started = time.time()
+        for key, value in {"started_at": started, "dir": trial_dir, "env": plan.env,
+                           "spec": plan.spec.to_dict(), "gpu": gpu,
+                           # past this, no tune can still be running it (search.recover)
+                           "deadline_at": started + timeout * (2 if plan.tunableop else 1)
+                           + 60}.items():
             trial.set_user_attr(key, value)
         self.emit("trial-start", {"number": trial.number, "params": params, "gpu": gpu,
                                   "changes": self._changes(params), "finished": before,
                                   "total": self._total(), "time_left": self.time_left()})
-        outcome, one_time = self._run_plan(plan, self._timeout(plan), pruner, gpu)
+        outcome, one_time = self._run_plan(plan, timeout, pruner, gpu)
         trial.set_user_attr("state", outcome.state)
         trial.set_user_attr("message", outcome.message)
         trial.set_user_attr("wall_s", outcome.wall_s)
