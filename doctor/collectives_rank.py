@@ -127,6 +127,7 @@ def main() -> int:
         stage("import torch")
         import torch
 
+        fault(0, "p2p")
         p2p_pairs(torch)
         emit(event="done", correct=True)
         return 0

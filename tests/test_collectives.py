@@ -255,3 +255,25 @@ def test_the_ranks_go_when_rocmdoctor_goes(tmp_path: Any) -> None:
     result = json.loads(out.read_text())
     assert time.monotonic() - start < 30
     assert [r["state"] for r in result["ranks"]] == ["stopped", "stopped"]
+
+
+@pytest.mark.e2e
+def test_peer_copies_run_after_the_ranks_and_their_failure_is_shown() -> None:
+    """The copy phase's process, after the ranks (on the CPU it finds no GPU pair)."""
+    import json
+
+    env = dict(os.environ, ROCMDOCTOR_TESTING="1", ROCMDOCTOR_COLL_P2P="1")
+    argv = [sys.executable, COLLECTIVES_SCRIPT, "--nprocs", "2", "--backend", "gloo",
+            "--timeout", "60", "--sizes", "65536"]
+    clean = json.loads(subprocess.run(argv, env=env, capture_output=True, text=True,
+                                      timeout=120, check=True).stdout)
+    assert (clean["ok"], clean["p2p"], clean["p2p_error"]) == (True, [], None)
+    env["ROCMDOCTOR_COLL_FAULT"] = "0:die@p2p"
+    broken = json.loads(subprocess.run(argv, env=env, capture_output=True, text=True,
+                                       timeout=120, check=True).stdout)
+    assert broken["ok"] is True and broken["p2p"] == []
+    assert broken["p2p_error"] == "exited with code 7 in stage 'import torch'"
+    result = _run(_live(ROCMDOCTOR_COLL_P2P="1", ROCMDOCTOR_COLL_FAULT="0:die@p2p"))
+    assert result.status == Status.PASS
+    assert result.findings[-1].text == ("peer-to-peer copies not measured: exited with code 7 "
+                                        "in stage 'import torch'")
