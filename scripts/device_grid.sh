@@ -3,7 +3,8 @@
 # configurations, BruteForce sampler at --max-trials 128), to compare the tuner's pick with
 # the grid's best. The study database travels between calls: name `.carry` in the call's
 # carry list; the updated database comes back as $OUT/grid.db; copy it to .carry/grid/grid.db
-# before the next call. Each part runs until its budget and resumes where the last stopped.
+# before the next call. Each part runs until LIMIT seconds (then Ctrl-C: the running trials
+# are requeued) and the next part resumes where it stopped.
 # GPUS=0,1 measures two configurations at a time; every trial shares one TorchInductor cache
 # (--compile-cache), which shortens compiled trials but changes no steady-state figure.
 set -uo pipefail
@@ -16,7 +17,7 @@ python3 -c "import rocmdoctor" 2>/dev/null || {
 }
 start=$SECONDS
 timeout -s INT "${LIMIT:-540}" python3 -m rocmdoctor tune --model resnet50 --batch-size 128 \
-  --batch-sizes 128,256 --max-trials 128 --budget "${BUDGET:-8m}" \
+  --batch-sizes 128,256 --max-trials 128 --budget "${BUDGET:-10h}" \
   --confirm-rounds 2 --confirm-top 1 --study grid-resnet50 --storage "sqlite:///$DB" \
   --gpus "${GPUS:-0}" --compile-cache /tmp/grid-inductor \
   --output /tmp/grid.json 2>&1 | tail -n 40
