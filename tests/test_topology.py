@@ -305,7 +305,7 @@ def test_nominal_rate_of_a_radeon_over_pcie_needs_the_generation() -> None:
     (XGMI_1, "AMD Instinct MI355X"),
     (XGMI_1, "NVIDIA H100 80GB HBM3"),
     (Link("same-board", "INTERNAL"), "AMD Instinct MI300X"),
-    (Link("unknown", "XXXX"), "AMD Instinct MI300X"),
+    (Link("unknown", "N/A"), "AMD Instinct MI300X"),  # a type the tool could not name
 ])
 def test_nominal_rate_is_none_when_not_known(link: Link, gpu: str) -> None:
     assert nominal_rate(link, gpu) is None

@@ -240,16 +240,19 @@ class Tuner:
     def _baseline(self) -> Optional[dict[str, Any]]:
         return next((t for t in self._trials() if t["baseline"] and t["state"] == "ok"), None)
 
-    def _typical_wall(self) -> float:
-        walls = [t["wall_s"] for t in self._done() if t["state"] == "ok" and t["wall_s"]]
+    def _typical_wall(self, done: Optional[list[dict[str, Any]]] = None) -> float:
+        walls = [t["wall_s"] for t in (self._done() if done is None else done)
+                 if t["state"] == "ok" and t["wall_s"]]
         return statistics.median(walls) if walls else 60.0
 
     def time_left(self) -> float:
         return self.o.budget_s - (time.monotonic() - self.started)
 
     def _search_over(self) -> bool:
-        done = self._done()
-        if self.o.max_trials and len(done) >= self.o.max_trials:
+        trials = self._trials()
+        done = [t for t in trials if t["state"] in se.DONE_STATES]
+        # trials running on other GPUs count towards --max-trials: they will finish
+        if self.o.max_trials and len(done) + len(self.running) >= self.o.max_trials:
             return True
         if len({se.params_key(t["params"]) for t in done}) >= self.space.size():
             return True
@@ -257,10 +260,11 @@ class Tuner:
             return True
         # The budget binds once your settings have run (ok or not): there is always a baseline;
         # or once another tune sharing the study is running them.
-        reserve = (self.o.confirm_top + 1) * self.o.confirm_rounds * self._typical_wall()
+        wall = self._typical_wall(done)
+        reserve = (self.o.confirm_top + 1) * self.o.confirm_rounds * wall
         started = any(t["baseline"] and t["state"] in (*se.DONE_STATES, "running")
-                      for t in self._trials())
-        return started and self.time_left() < self._typical_wall() + reserve
+                      for t in trials)
+        return started and self.time_left() < wall + reserve
 
     def _search(self) -> None:
         if self._search_over():
@@ -301,12 +305,9 @@ class Tuner:
             self.cancel.set()  # each thread kills its child and records it as interrupted
             self._join(threads)
             raise
-        failures = [e for e in errors if not isinstance(e, KeyboardInterrupt)]
-        if failures:
+        if errors:  # one thread failed and cancelled the others: raise the failure itself
             self._join(threads)
-            raise failures[0]
-        if errors:  # a thread was cancelled because another failed: cannot happen alone
-            raise errors[0]
+            raise next((e for e in errors if not isinstance(e, KeyboardInterrupt)), errors[0])
 
     @staticmethod
     def _join(threads: list[threading.Thread], within_s: float = 20.0) -> None:
@@ -321,9 +322,8 @@ class Tuner:
     def _search_on(self, gpu: Optional[int]) -> None:
         def after(study: optuna.Study, _trial: optuna.trial.FrozenTrial) -> None:
             with self.lock:
-                full = bool(self.o.max_trials) and \
-                    len(self._done()) + len(self.running) >= (self.o.max_trials or 0)
-            if full or self._search_over():
+                over = self._search_over()
+            if over:
                 study.stop()
 
         def objective(trial: optuna.Trial) -> float:
@@ -357,8 +357,9 @@ class Tuner:
         with self.lock:
             params = se.suggest(trial, self.space)
             key = se.params_key(params)
+            done = self._done()
             limit = self.o.max_trials
-            if limit and len(self._done()) + len(self.running) >= limit:
+            if limit and len(done) + len(self.running) >= limit:
                 # another GPU runs the last trial allowed: this one never starts (a later
                 # tune with a higher --max-trials runs it: search.recover queues it again)
                 trial.set_user_attr("state", "not-run")
@@ -373,7 +374,7 @@ class Tuner:
             self.duplicates = 0
             self.running.add(key)
             trial.set_user_attr("owner", se.owner_id(socket.gethostname(), os.getpid()))
-            before = len(self._done()) + len(self.running) - 1  # finished or started earlier
+            before = len(done) + len(self.running) - 1  # finished or started earlier
         try:
             return self._measure_trial(trial, params, gpu, before)
         finally:
