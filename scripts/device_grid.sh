@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # One part of the exhaustive grid over tune's default CUDA space for ResNet-50 (128
 # configurations, BruteForce sampler at --max-trials 128), to compare the tuner's pick with
-# the grid's best. The study database travels between calls: name `.carry` in the call's
-# carry list; the updated database comes back as $OUT/grid.db; copy it to .carry/grid/grid.db
-# before the next call. Each part runs until LIMIT seconds (then Ctrl-C: the running trials
+# the grid's best. The study database travels between sessions: name `.carry` in the call's
+# carry list; the updated database comes back as $OUT/grid.db; copy it to .carry/grid/grid.db.
+# On a machine still warm from the last part, the database in /tmp/grid-state (newer than the
+# carried one) and the compile cache are used instead. Each part runs until LIMIT seconds (then Ctrl-C: the running trials
 # are requeued) and the next part resumes where it stopped.
 # GPUS=0,1 measures two configurations at a time; every trial shares one TorchInductor cache
 # (--compile-cache), which shortens compiled trials but changes no steady-state figure.
 set -uo pipefail
 export PYTHONUNBUFFERED=1
-mkdir -p .carry/grid
-DB="$PWD/.carry/grid/grid.db"
+DB=/tmp/grid-state/grid.db
+[ -f "$DB" ] || { mkdir -p /tmp/grid-state && cp .carry/grid/grid.db "$DB" && chmod 644 "$DB"; } \
+  || exit 1
 python3 -c "import rocmdoctor" 2>/dev/null || {
   python3 -m pip install -q --no-deps --no-index .carry/wheels/*.whl 2>&1 | tail -2
   python3 -m pip install -q --no-deps --no-build-isolation -e . 2>&1 | tail -2
