@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
+import signal
 import sys
 from typing import Any, Optional, TextIO
 
@@ -216,6 +217,9 @@ def tune_command(
     except TuneError as exc:
         raise _fail(str(exc)) from None
     except KeyboardInterrupt:
+        # the trials are recorded by now; a second Ctrl-C must not turn exit 130 into a
+        # different exit halfway through this message
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         typer.echo("rocmdoctor tune: interrupted; finished trials are saved in the study, run "
                    "the same command to continue", err=True)
         raise typer.Exit(130) from None

@@ -7,11 +7,13 @@ environment the child saw, so the tests read back which slot ran what and when.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -205,3 +207,93 @@ def test_cancel_kills_a_running_child_and_raises_ctrl_c() -> None:
         run_bench_child(spec, timeout_s=120, cancel=cancel)
     assert time.monotonic() - start < 30
     assert not _LIVE  # no child left behind
+
+
+def _running_and_interrupted(cache: Path) -> tuple[list[int], list[int]]:
+    import sqlite3
+
+    (db,) = cache.glob("**/*.db")
+    with contextlib.closing(sqlite3.connect(db)) as con:
+        rows = con.execute(
+            "select t.number, t.state, a.value_json from trials t left join "
+            "trial_user_attributes a on a.trial_id = t.trial_id and a.key = 'state'").fetchall()
+    return ([n for n, state, _ in rows if state == "RUNNING"],
+            [n for n, state, attr in rows if state == "FAIL" and attr == '"interrupted"'])
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("gpus", [["--gpus", "0,1"], []], ids=["two-gpus", "one"])
+def test_ctrl_c_twice_leaves_no_trial_running(tmp_path: Path, gpus: list[str]) -> None:
+    """Ctrl-C pressed twice in a terminal (SIGINT to the whole process group, twice): the
+    second must not cut short the recording of the trials the first one stopped; a trial
+    left RUNNING would look to the next tune like one another tune still runs."""
+    search = [a for a in SEARCH if a not in ("--gpus", "0,1")] + gpus
+    tune = subprocess.Popen(TUNE + WORKLOAD + search, cwd=tmp_path, env=_env(tmp_path),
+                            text=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    assert tune.stderr is not None
+    started = 0
+    for line in tune.stderr:
+        started += line.startswith("[")
+        if started == (2 if gpus else 1):  # the trials are running
+            time.sleep(0.5)
+            os.killpg(tune.pid, signal.SIGINT)
+            time.sleep(0.05)
+            os.killpg(tune.pid, signal.SIGINT)
+            break
+    tune.communicate(timeout=120)
+    assert tune.returncode == 130
+    running, interrupted = _running_and_interrupted(tmp_path / "cache")
+    assert running == []
+    assert len(interrupted) == (2 if gpus else 1)
+
+
+def test_a_trial_that_ended_but_is_still_listed_running_counts_once() -> None:
+    """A trial records its end in the study a moment before its thread takes it off the
+    running set: counted twice, the next trial's place ("[4/4]") and --max-trials were off."""
+    tuner = _tuner((0, 1), {}, _platform())
+    ended = {"channels_last": "on", "batch_size": "8"}
+    other = {"channels_last": "off", "batch_size": "16"}
+    tuner.running = {json.dumps(ended, sort_keys=True), json.dumps(other, sort_keys=True)}
+    done = [{"params": {"channels_last": "off", "batch_size": "8"}}, {"params": ended}]
+    assert tuner._claimed(done) == 3
+
+
+def test_the_grid_sampler_learns_of_an_ended_trial_under_the_suggest_lock() -> None:
+    tuner = _tuner((0, 1), {}, _platform())
+    held: list[bool] = []
+    tuner.sampler = type("Sampler", (), {
+        "after_trial": lambda self, *args: held.append(tuner.lock.locked())})()
+    tuner._lock_sampler()
+    tuner.sampler.after_trial(None, None, None, None)
+    assert held == [True] and not tuner.lock.locked()
+
+
+def test_ctrl_c_inside_a_deferred_step_is_raised_once_the_step_is_done() -> None:
+    import threading
+
+    from rocmdoctor.tuners.tune import _ctrl_c_deferred
+
+    before = signal.getsignal(signal.SIGINT)
+    steps: list[str] = []
+    with pytest.raises(KeyboardInterrupt):
+        with _ctrl_c_deferred():
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.2)  # the handler has run by now; the step goes on
+            steps.append("whole")
+    assert steps == ["whole"] and signal.getsignal(signal.SIGINT) is before
+    with _ctrl_c_deferred():  # no Ctrl-C: nothing raised
+        steps.append("quiet")
+    elsewhere: list[BaseException] = []
+
+    def off_main() -> None:  # signals reach the main thread only: nothing to hold there
+        try:
+            with _ctrl_c_deferred():
+                steps.append("thread")
+        except BaseException as exc:  # noqa: BLE001 - reported to the test
+            elsewhere.append(exc)
+
+    thread = threading.Thread(target=off_main)
+    thread.start()
+    thread.join()
+    assert steps == ["whole", "quiet", "thread"] and not elsewhere

@@ -444,15 +444,10 @@ def recover(study: optuna.Study, host: str = "",
 
     from optuna.trial import TrialState
 
-    storage = study._storage
     now = time.time()
-    for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-        if not _abandoned(trial, host, now):
-            continue
-        storage.set_trial_user_attr(trial._trial_id, "state", "interrupted")
-        storage.set_trial_user_attr(trial._trial_id, "message",
-                                    "the tune stopped while this trial ran")
-        storage.set_trial_state_values(trial._trial_id, TrialState.FAIL)
+    _mark_interrupted(study, [t for t in study.get_trials(deepcopy=False,
+                                                           states=(TrialState.RUNNING,))
+                              if _abandoned(t, host, now)])
     trials = study.get_trials(deepcopy=False)
     retried = {t.user_attrs.get("retry_of") for t in trials}
     queued = []
@@ -469,6 +464,33 @@ def recover(study: optuna.Study, host: str = "",
             study.enqueue_trial(params, user_attrs=attrs)
             queued.append(trial.number)
     return queued
+
+
+def release(study: optuna.Study, owner: str) -> list[int]:
+    """Mark the trials `owner` (this tune, see owner_id) still has RUNNING as interrupted:
+    after Ctrl-C, a trial whose thread could not record its end (a second Ctrl-C cut it
+    short) must not look like one a live tune runs."""
+    from optuna.trial import TrialState
+
+    mine = [t for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
+            if t.user_attrs.get("owner") == owner]
+    _mark_interrupted(study, mine)
+    return [t.number for t in mine]
+
+
+def _mark_interrupted(study: optuna.Study, trials: Sequence[optuna.trial.FrozenTrial]) -> None:
+    from optuna.exceptions import UpdateFinishedTrialError
+    from optuna.trial import TrialState
+
+    storage = study._storage
+    for trial in trials:
+        try:
+            storage.set_trial_user_attr(trial._trial_id, "message",
+                                        "the tune stopped while this trial ran")
+            storage.set_trial_user_attr(trial._trial_id, "state", "interrupted")
+            storage.set_trial_state_values(trial._trial_id, TrialState.FAIL)
+        except UpdateFinishedTrialError:
+            pass  # its own tune recorded its end after all, since it was read as running
 
 
 def unrecorded_state(trial: optuna.trial.FrozenTrial) -> str:

@@ -19,6 +19,7 @@ import fcntl
 import glob
 import os
 import shutil
+import signal
 import socket
 import statistics
 import threading
@@ -149,6 +150,7 @@ class Tuner:
         self.lock = threading.Lock()  # suggesting a point and claiming it are one step
         self.running: set[str] = set()
         self.cancel = threading.Event()  # set on Ctrl-C: concurrent trials stop at once
+        self.owner = se.owner_id(socket.gethostname(), os.getpid())
 
     # --- the run ---------------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
@@ -176,6 +178,7 @@ class Tuner:
         storage = self.o.storage or se.default_storage(self.env, name)
         with _study_lock(self.study_dir, name):
             self.sampler = se.make_sampler(self.space, self.o.max_trials, self.o.seed)
+            self._lock_sampler()
             try:
                 self.study = se.open_study(name, storage, self.space, spec.to_dict(),
                                            self.sampler)
@@ -196,6 +199,18 @@ class Tuner:
             self._clean(result)
         self.emit("done", {"result": result})
         return result
+
+    def _lock_sampler(self) -> None:
+        """The grid sampler's after_trial reads every trial, the running ones too: with one
+        loop per GPU it must not run while another GPU's trial is being given its parameters
+        (half a point breaks its tree: "param_name mismatch"). Suggesting holds self.lock."""
+        after_trial = self.sampler.after_trial
+
+        def locked(*args: Any, **kwargs: Any) -> None:
+            with self.lock:
+                after_trial(*args, **kwargs)
+
+        self.sampler.after_trial = locked  # type: ignore[method-assign]
 
     def _check_gpus(self) -> None:
         gpus = self.o.gpus
@@ -245,6 +260,12 @@ class Tuner:
                  if t["state"] == "ok" and t["wall_s"]]
         return statistics.median(walls) if walls else 60.0
 
+    def _claimed(self, done: list[dict[str, Any]]) -> int:
+        """Trials finished or running. A trial records its end (in the study) a moment before
+        its thread takes it off self.running: counted once, not twice."""
+        finished = {se.params_key(t["params"]) for t in done}
+        return len(done) + len(self.running - finished)
+
     def time_left(self) -> float:
         return self.o.budget_s - (time.monotonic() - self.started)
 
@@ -252,7 +273,7 @@ class Tuner:
         trials = self._trials()
         done = [t for t in trials if t["state"] in se.DONE_STATES]
         # trials running on other GPUs count towards --max-trials: they will finish
-        if self.o.max_trials and len(done) + len(self.running) >= self.o.max_trials:
+        if self.o.max_trials and self._claimed(done) >= self.o.max_trials:
             return True
         if len({se.params_key(t["params"]) for t in done}) >= self.space.size():
             return True
@@ -269,9 +290,20 @@ class Tuner:
     def _search(self) -> None:
         if self._search_over():
             return
-        if len(self.o.gpus) <= 1:
-            self._search_on(self.o.gpus[0] if self.o.gpus else None)
-            return
+        threads: list[threading.Thread] = []
+        try:
+            if len(self.o.gpus) <= 1:
+                self._search_on(self.o.gpus[0] if self.o.gpus else None)
+            else:
+                self._search_gpus(threads)
+        except KeyboardInterrupt:
+            with _ctrl_c_deferred():  # a second Ctrl-C would leave the cut trials RUNNING
+                self.cancel.set()  # each thread kills its child and records it as interrupted
+                self._join(threads)
+                se.release(self.study, self.owner)
+            raise
+
+    def _search_gpus(self, threads: list[threading.Thread]) -> None:
         # One optimize loop per GPU on the one study (Optuna keeps its loop state per
         # thread); the children do the work, the threads only wait for them.
         errors: list[BaseException] = []
@@ -293,18 +325,13 @@ class Tuner:
                 return pop()
 
         self.study._pop_waiting_trial_id = pop_one  # type: ignore[method-assign]
-        threads = [threading.Thread(target=loop, args=(gpu,), name=f"tune-gpu{gpu}", daemon=True)
-                   for gpu in self.o.gpus]
+        threads += [threading.Thread(target=loop, args=(gpu,), name=f"tune-gpu{gpu}",
+                                     daemon=True) for gpu in self.o.gpus]
         for thread in threads:
             thread.start()
-        try:
-            while any(thread.is_alive() for thread in threads):
-                for thread in threads:
-                    thread.join(timeout=0.2)
-        except KeyboardInterrupt:
-            self.cancel.set()  # each thread kills its child and records it as interrupted
-            self._join(threads)
-            raise
+        while any(thread.is_alive() for thread in threads):
+            for thread in threads:
+                thread.join(timeout=0.2)
         if errors:  # one thread failed and cancelled the others: raise the failure itself
             self._join(threads)
             raise next((e for e in errors if not isinstance(e, KeyboardInterrupt)), errors[0])
@@ -340,7 +367,7 @@ class Tuner:
 
     def _objective(self, trial: optuna.Trial, gpu: Optional[int] = None) -> float:
         if self.cancel.is_set():  # Ctrl-C while this loop was asking for a trial
-            with self.lock:
+            with self.lock, _ctrl_c_deferred():
                 se.suggest(trial, self.space)  # a trial without parameters confuses samplers
             trial.set_user_attr("state", "interrupted")
             trial.set_user_attr("message", "not started: the tune was interrupted")
@@ -355,11 +382,12 @@ class Tuner:
 
     def _trial(self, trial: optuna.Trial, gpu: Optional[int]) -> float:
         with self.lock:
-            params = se.suggest(trial, self.space)
+            with _ctrl_c_deferred():
+                params = se.suggest(trial, self.space)
             key = se.params_key(params)
             done = self._done()
             limit = self.o.max_trials
-            if limit and len(done) + len(self.running) >= limit:
+            if limit and self._claimed(done) >= limit:
                 # another GPU runs the last trial allowed: this one never starts (a later
                 # tune with a higher --max-trials runs it: search.recover queues it again)
                 trial.set_user_attr("state", "not-run")
@@ -373,8 +401,8 @@ class Tuner:
                 raise _TrialSkipped("duplicate")
             self.duplicates = 0
             self.running.add(key)
-            trial.set_user_attr("owner", se.owner_id(socket.gethostname(), os.getpid()))
-            before = len(done) + len(self.running) - 1  # finished or started earlier
+            trial.set_user_attr("owner", self.owner)
+            before = self._claimed(done) - 1  # finished or started earlier
         try:
             return self._measure_trial(trial, params, gpu, before)
         finally:
@@ -403,16 +431,17 @@ class Tuner:
                                   "changes": self._changes(params), "finished": before,
                                   "total": self._total(), "time_left": self.time_left()})
         outcome, one_time = self._run_plan(plan, timeout, pruner, gpu)
-        trial.set_user_attr("state", outcome.state)
-        trial.set_user_attr("message", outcome.message)
-        trial.set_user_attr("wall_s", outcome.wall_s)
-        if outcome.state != "ok":
-            trial.set_user_attr("stderr_tail", se.trimmed_tail(outcome.stderr_tail))
         metrics: dict[str, Any] = metrics_of(outcome.result) if outcome.result else \
             {"windows": pruner.windows if pruner else []}
         trial.set_user_attr("metrics", metrics)
         trial.set_user_attr("one_time_s", one_time if one_time is not None
                             else metrics.get("first_step_s"))
+        trial.set_user_attr("message", outcome.message)
+        trial.set_user_attr("wall_s", outcome.wall_s)
+        if outcome.state != "ok":
+            trial.set_user_attr("stderr_tail", se.trimmed_tail(outcome.stderr_tail))
+        # last: a trial with a state is finished to the other GPUs' threads, figures and all
+        trial.set_user_attr("state", outcome.state)
         self.emit("trial-end", {"number": trial.number, "params": params, "gpu": gpu,
                                 "changes": self._changes(params), "state": outcome.state,
                                 "message": outcome.message, "metrics": metrics,
@@ -542,6 +571,25 @@ class Tuner:
                 continue
             if os.path.dirname(os.path.dirname(path)) == self.study_dir:
                 shutil.rmtree(path, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _ctrl_c_deferred() -> Iterator[None]:
+    """Hold a Ctrl-C until the block is done, then raise it: for steps that a
+    KeyboardInterrupt must not cut in half (a trial given half its parameters breaks the
+    grid sampler on every later run; a stop whose trials are half recorded leaves them
+    RUNNING). Only the main thread receives signals; elsewhere this does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    seen: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, _frame: seen.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if seen:
+        raise KeyboardInterrupt
 
 
 def _changes_text(changes: Mapping[str, str]) -> str:
