@@ -197,6 +197,16 @@ wrote r.json
 """  # noqa: E501
 
 
+def test_a_queued_trial_that_never_ran_is_not_counted_as_a_trial() -> None:
+    res = result()
+    res["trials"].append({"number": 5, "params": {}, "state": "waiting", "throughput": None,
+                          "message": "", "baseline": False, "retry_of": None, "env": {}})
+    second = render_summary(res, []).splitlines()[1]
+    assert second == ("study resnet50-0123456789: 5 trials (3 ok, 1 oom, 1 pruned) in 14m05s; "
+                      "1 queued, not run (the budget ran out; the same command measures it "
+                      "next)")
+
+
 def test_html_page_is_self_contained_and_escaped() -> None:
     page = render_html(result())
     assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")

@@ -148,7 +148,9 @@ def render_summary(result: Mapping[str, Any], outputs: Sequence[str] = ()) -> st
     w, p = result["workload"], result["platform"]
     knobs = {k["name"]: k for k in result["space"]["knobs"]}
     trials = result["trials"]
-    counted = [t for t in trials if t["state"] not in ("duplicate", "interrupted", "not-run")]
+    counted = [t for t in trials
+               if t["state"] not in ("duplicate", "interrupted", "not-run", "waiting")]
+    queued = sum(t["state"] == "waiting" for t in trials)
     states: dict[str, int] = {}
     for t in counted:
         states[t["state"]] = states.get(t["state"], 0) + 1
@@ -159,7 +161,9 @@ def render_summary(result: Mapping[str, Any], outputs: Sequence[str] = ()) -> st
            f"{p.get('device') or p['kind']} ({versions})",
            f"study {result['study']['name']}: {len(counted)} trials ("
            + ", ".join(f"{n} {s}" for s, n in sorted(states.items())) + f") in "
-           f"{_duration(result['elapsed_s'])}", ""]
+           f"{_duration(result['elapsed_s'])}"
+           + (f"; {queued} queued, not run (the budget ran out; the same command measures "
+              f"{'it' if queued == 1 else 'them'} next)" if queued else ""), ""]
     base = result.get("baseline")
     unit = (base or {}).get("unit")
     rows = [("", "throughput", "memory", "one-time", "speed-up (95 % interval)")]
