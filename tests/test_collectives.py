@@ -87,8 +87,8 @@ def test_launcher_usage_errors_are_one_line() -> None:
 
 # --- replay of a real run on two H200s (NVLink NV18), `snapshot --collectives` there -------
 H200X2 = os.path.join(os.path.dirname(__file__), "fixtures", "h200x2-snapshot.json.gz")
-H200X2_SWEEP = ("all-reduce bus bandwidth by message size: 1 MiB 26.8 GB/s, 8 MiB 165.8 GB/s, "
-                "64 MiB 265.6 GB/s, 256 MiB 296.5 GB/s")
+H200X2_SWEEP = ("all-reduce bus bandwidth by message size: 1 MiB 33.2 GB/s, 8 MiB 175.7 GB/s, "
+                "64 MiB 267.2 GB/s, 256 MiB 297.4 GB/s")
 NV18 = ("NV18: NVLink 4, 18 links x 25 GB/s per direction (NVIDIA H200: 18 links, 900 GB/s "
         "bidirectional per GPU; NV18 is the bond between this pair, all 18 when the GPUs meet "
         "through NVSwitch)")
@@ -107,11 +107,11 @@ def _replay(**env: str) -> CheckResult:
 def test_real_h200_pair_passes_against_nvlink() -> None:
     result = _replay()
     assert (result.status, result.summary, result.fix) == (
-        Status.PASS, "2 ranks (NCCL): all-reduce of 256 MiB at 296.5 GB/s bus bandwidth, 66% "
+        Status.PASS, "2 ranks (NCCL): all-reduce of 256 MiB at 297.4 GB/s bus bandwidth, 66% "
         "of the 450.0 GB/s per direction of NV18", None)
     assert [(f.severity.value, f.text) for f in result.findings] == [
         ("info", NVLS), ("info", H200X2_SWEEP), ("info", NV18),
-        ("info", "peer-to-peer copies: 0->1 112.0 GB/s, 1->0 384.2 GB/s")]
+        ("info", "peer-to-peer copies: 0->1 384.2 GB/s, 1->0 385.0 GB/s")]
 
 
 def test_a_variable_that_disables_p2p_is_flagged_with_its_fix() -> None:
@@ -158,8 +158,8 @@ def test_peer_access_off_on_an_nvlink_pair_is_flagged() -> None:
         "of NV18; GPUs 0 and 1 are linked by NVLINK but peer access is off, so copies go "
         "through host memory (see https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/"
         "troubleshooting.html#pci-access-control-services-acs)")
-    assert result.findings[3].text == ("peer-to-peer copies: 0->1 112.0 GB/s (no peer access), "
-                                       "1->0 384.2 GB/s (no peer access)")
+    assert result.findings[3].text == ("peer-to-peer copies: 0->1 384.2 GB/s (no peer access), "
+                                       "1->0 385.0 GB/s (no peer access)")
 
 
 def test_an_all_reduce_far_below_the_link_is_flagged() -> None:
@@ -169,7 +169,7 @@ def test_an_all_reduce_far_below_the_link_is_flagged() -> None:
 
     result = _replay_run(slow)
     assert result.status == Status.WARN
-    assert result.summary == ("2 ranks (NCCL): all-reduce of 256 MiB at 59.3 GB/s bus bandwidth, "
+    assert result.summary == ("2 ranks (NCCL): all-reduce of 256 MiB at 59.5 GB/s bus bandwidth, "
                               "13% of the 450.0 GB/s per direction of NV18; all-reduce bus "
                               "bandwidth is 13% of what the slowest link (NV18) carries")
     assert result.fix is not None and result.fix.commands == ()
@@ -194,7 +194,7 @@ def test_a_pair_far_slower_than_its_peers_is_named() -> None:
 
 @pytest.mark.e2e
 def test_report_and_check_include_it_when_asked() -> None:
-    row = ("| collectives | ✅ pass | 2 ranks (NCCL): all-reduce of 256 MiB at 296.5 GB/s bus "
+    row = ("| collectives | ✅ pass | 2 ranks (NCCL): all-reduce of 256 MiB at 297.4 GB/s bus "
            "bandwidth, 66% of the 450.0 GB/s per direction of NV18 |")
     base = [sys.executable, "-m", "rocmdoctor"]
     report = subprocess.run(base + ["report", "--from", H200X2, "--collectives"],
