@@ -4,8 +4,9 @@
 # the grid's best. The study database travels between sessions: name `.carry` in the call's
 # carry list; the updated database comes back as $OUT/grid.db; copy it to .carry/grid/grid.db.
 # On a machine still warm from the last part, the database in /tmp/grid-state (newer than the
-# carried one) and the compile cache are used instead. Each part runs until LIMIT seconds (then Ctrl-C: the running trials
-# are requeued) and the next part resumes where it stopped.
+# carried one) and the compile cache are used instead. Each part runs until LIMIT seconds
+# (then Ctrl-C: the running trials are requeued) and the next part resumes where it stopped.
+# scripts/grid_report.py reads the database: what is measured, what is not, the comparison.
 # GPUS=0,1 measures two configurations at a time; every trial shares one TorchInductor cache
 # (--compile-cache), which shortens compiled trials but changes no steady-state figure.
 set -uo pipefail
