@@ -200,7 +200,10 @@ wrote r.json
 def test_a_queued_trial_that_never_ran_is_not_counted_as_a_trial() -> None:
     res = result()
     res["trials"].append({"number": 5, "params": {}, "state": "waiting", "throughput": None,
-                          "message": "", "baseline": False, "retry_of": None, "env": {}})
+                          "unit": None, "memory_bytes": None, "one_time_s": None,
+                          "message": "", "baseline": False, "started_at": None,
+                          "retry_of": None, "env": {}, "precision": None})
+    assert "<tr><td class=n>5</td><td>-</td><td>waiting</td>" in render_html(res)
     second = render_summary(res, []).splitlines()[1]
     assert second == ("study resnet50-0123456789: 5 trials (3 ok, 1 oom, 1 pruned) in 14m05s; "
                       "1 queued, not run (the budget ran out; the same command measures it "
@@ -213,7 +216,9 @@ def test_html_page_is_self_contained_and_escaped() -> None:
     assert page.count("<svg") == 3
     assert "<script" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert "http://" not in page and "https://" not in page and "<link" not in page
-    assert "trial 3: precision=bf16, channels_last=on, miopen_find_mode=FAST, " \
-           "tunableop=on" in page
+    # a label longer than the room left of the bars is cut, whole in its tooltip
+    full = "trial 3: precision=bf16, channels_last=on, miopen_find_mode=FAST, tunableop=on"
+    assert (f'text-anchor="end">{full[:40]}\u2026<title>{full}</title></text>') in page
+    assert 'text-anchor="end">trial 1: channels_last=on<title>' in page
     assert "export MIOPEN_FIND_MODE=FAST" in page
     assert "<li><b>alloc</b>: needs torch &gt;= 2.12 (this is 2.9.1+rocm6.4)</li>" in page

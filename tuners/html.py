@@ -90,7 +90,9 @@ def trials_chart(trials: Sequence[Mapping[str, Any]], baseline: Optional[float],
         _, y = xy(0, baseline)
         parts.append(f'<line x1="{PAD_L}" y1="{y:.1f}" x2="{W - PAD_R}" y2="{y:.1f}" '
                      f'stroke="{COLORS["baseline"]}" stroke-dasharray="6 4"/>')
-        parts.append(f'<text x="{PAD_L + 4}" y="{y - 5:.1f}">your settings</text>')
+        # at the right end: trial 0 (your settings) has its own label at the left
+        parts.append(f'<text x="{W - PAD_R - 4}" y="{y - 5:.1f}" text-anchor="end">'
+                     'your settings</text>')
     best, steps = 0.0, []
     for t in sorted(timed, key=lambda t: t["started_at"]):
         minutes = (t["started_at"] - t0) / 60
@@ -131,6 +133,7 @@ def bar_chart(rows: Sequence[tuple[str, float, Optional[float], Optional[float],
     if not rows:
         return '<p class="muted">Nothing to show.</p>'
     row_h, left, right = 24, 260, 20
+    fits = (left - 12) // 6  # characters of 11 px text left of the bars; longer ones are cut
     height = row_h * len(rows) + 30
     span = max(abs(v - centre) for r in rows for v in (r[1], r[2] or r[1], r[3] or r[1]))
     span = span * 1.15 or 0.01
@@ -146,7 +149,9 @@ def bar_chart(rows: Sequence[tuple[str, float, Optional[float], Optional[float],
     for i, (label, value, low, high, color) in enumerate(rows):
         y = 6 + i * row_h
         x0, x1 = sorted((x(centre), x(value)))
-        parts.append(f'<text x="{left - 8}" y="{y + 14}" text-anchor="end">{_e(label)}</text>')
+        shown = label if len(label) <= fits else label[:fits - 1] + "\u2026"
+        parts.append(f'<text x="{left - 8}" y="{y + 14}" text-anchor="end">{_e(shown)}'
+                     f'<title>{_e(label)}</title></text>')
         parts.append(f'<rect x="{x0:.1f}" y="{y + 3}" width="{max(x1 - x0, 1):.1f}" '
                      f'height="{row_h - 8}" fill="{color}" opacity="0.8"/>')
         if low is not None and high is not None:
@@ -181,6 +186,8 @@ def render_html(result: Mapping[str, Any]) -> str:
     for t in result["trials"]:
         changes = ", ".join(f"{k}={v}" for k, v in t["params"].items()
                             if k in knobs and knobs[k]["baseline"] != v) or "your settings"
+        if not t["params"]:  # queued and never run: it has no point yet
+            changes = "-"
         rows.append(f"<tr><td class=n>{t['number']}</td><td>{_e(changes)}</td>"
                     f"<td>{_e(t['state'])}</td><td class=n>{_fmt(t['throughput'])}</td>"
                     f"<td class=n>{_fmt(t['one_time_s'], '{:.1f} s')}</td>"
