@@ -14,10 +14,7 @@ export PYTHONUNBUFFERED=1
 DB=/tmp/grid-state/grid.db
 [ -f "$DB" ] || { mkdir -p /tmp/grid-state && cp .carry/grid/grid.db "$DB" && chmod 644 "$DB"; } \
   || exit 1
-python3 -c "import rocmdoctor" 2>/dev/null || {
-  python3 -m pip install -q --no-deps --no-index .carry/wheels/*.whl 2>&1 | tail -2
-  python3 -m pip install -q --no-deps --no-build-isolation -e . 2>&1 | tail -2
-}
+bash scripts/device_install.sh || exit 1
 start=$SECONDS
 timeout -s INT "${LIMIT:-540}" python3 -m rocmdoctor tune --model resnet50 --batch-size 128 \
   --batch-sizes 128,256 --max-trials 128 --budget "${BUDGET:-10h}" \

@@ -5,10 +5,7 @@
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 R=/tmp/multi; mkdir -p "$R"
-python3 -c "import rocmdoctor" 2>/dev/null || {
-  python3 -m pip install -q --no-deps --no-index .carry/wheels/*.whl 2>&1 | tail -2
-  python3 -m pip install -q --no-deps --no-build-isolation -e . 2>&1 | tail -2
-}
+bash scripts/device_install.sh || exit 1
 env | grep -E '^(NCCL|TORCH_SYMM|NVSHMEM)_' | sort > "$R/env-nccl.txt"
 nvidia-smi topo -m > "$R/topo.txt" 2>&1
 nvidia-smi > "$R/nvidia-smi.txt" 2>&1

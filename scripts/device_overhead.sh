@@ -5,10 +5,7 @@
 # process), the bench with --set extras=false (no sampler, FLOP count or GEMM peak).
 set -uo pipefail
 export PYTHONUNBUFFERED=1
-python3 -c "import rocmdoctor" 2>/dev/null || {
-  python3 -m pip install -q --no-deps --no-index .carry/wheels/*.whl
-  python3 -m pip install -q --no-deps --no-build-isolation -e .
-}
+bash scripts/device_install.sh || exit 1
 B="python3 -m rocmdoctor bench --model resnet50 --device cuda --batch-size 128 --precision bf16 --channels-last --compile --warmup 30 --steps 150"
 on() { echo "bench, power sampling on:  $($B 2>/dev/null | grep -E '^(throughput|GPU busy)' | tr '\n' ' ')"; }
 off() { echo "bench, extras=false:       $($B --set extras=false 2>/dev/null | grep -E '^throughput' | tr '\n' ' ')"; }

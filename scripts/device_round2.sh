@@ -5,10 +5,7 @@
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 R=/tmp/round2; mkdir -p "$R"
-python3 -c "import rocmdoctor" 2>/dev/null || {
-  python3 -m pip install -q --no-deps --no-index .carry/wheels/*.whl 2>&1 | tail -2
-  python3 -m pip install -q --no-deps --no-build-isolation -e . 2>&1 | tail -2
-}
+bash scripts/device_install.sh || exit 1
 python3 -m rocmdoctor snapshot --collectives -o "$R/h200x2-snapshot.json.gz" > "$R/snapshot.txt" 2>&1
 python3 -m rocmdoctor check --from "$R/h200x2-snapshot.json.gz" --only collectives -v | tee "$R/check.txt"
 TRIALS=${TRIALS:-6} timeout 380 bash scripts/device_tune_gpus.sh

@@ -5,10 +5,7 @@ set -uo pipefail
 export PYTHONUNBUFFERED=1
 W=/tmp/rocmdoctor-tune; mkdir -p "$W"
 PY=python3
-$PY -c "import rocmdoctor" 2>/dev/null || {
-  $PY -m pip install -q --no-deps --no-index .carry/wheels/*.whl 2>&1 | tail -2
-  $PY -m pip install -q --no-deps --no-build-isolation -e . 2>&1 | tail -2
-}
+bash scripts/device_install.sh || exit 1
 start=$SECONDS
 timeout -s INT "${TUNE_LIMIT:-560}" $PY -m rocmdoctor tune --model resnet50 --batch-size 128 \
   --batch-sizes 128,256 --budget "${BUDGET:-8m}" ${TUNE_EXTRA:-} \

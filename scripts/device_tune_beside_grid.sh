@@ -6,10 +6,7 @@
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 C=/tmp/collectives; mkdir -p "$C"
-python3 -c "import rocmdoctor" 2>/dev/null || {
-  python3 -m pip install -q --no-deps --no-index .carry/wheels/*.whl 2>&1 | tail -2
-  python3 -m pip install -q --no-deps --no-build-isolation -e . 2>&1 | tail -2
-}
+bash scripts/device_install.sh || exit 1
 python3 -m rocmdoctor snapshot --collectives -o "$C/h200x2-snapshot.json.gz" > "$C/snapshot.txt" 2>&1
 python3 -m rocmdoctor check --from "$C/h200x2-snapshot.json.gz" --only collectives -v --json \
   > "$C/check.json"

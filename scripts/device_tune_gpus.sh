@@ -4,10 +4,7 @@
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 R=/tmp/tune-gpus; mkdir -p "$R"
-python3 -c "import rocmdoctor" 2>/dev/null || {
-  python3 -m pip install -q --no-deps --no-index .carry/wheels/*.whl 2>&1 | tail -2
-  python3 -m pip install -q --no-deps --no-build-isolation -e . 2>&1 | tail -2
-}
+bash scripts/device_install.sh || exit 1
 S="--model resnet50 --batch-size 128 --space precision,channels_last --batch-sizes 128,256"
 S="$S --max-trials ${TRIALS:-8} --budget 10m --confirm-rounds 2 --confirm-max-rounds 2"
 S="$S --confirm-top 1"
