@@ -292,10 +292,7 @@ class Tuner:
             return
         threads: list[threading.Thread] = []
         try:
-            if len(self.o.gpus) <= 1:
-                self._search_on(self.o.gpus[0] if self.o.gpus else None)
-            else:
-                self._search_gpus(threads)
+            self._search_threads(threads)
         except KeyboardInterrupt:
             with _ctrl_c_deferred():  # a second Ctrl-C would leave the cut trials RUNNING
                 self.cancel.set()  # each thread kills its child and records it as interrupted
@@ -303,12 +300,14 @@ class Tuner:
                 se.release(self.study, self.owner)
             raise
 
-    def _search_gpus(self, threads: list[threading.Thread]) -> None:
+    def _search_threads(self, threads: list[threading.Thread]) -> None:
         # One optimize loop per GPU on the one study (Optuna keeps its loop state per
-        # thread); the children do the work, the threads only wait for them.
+        # thread); the children do the work, the threads only wait for them. With one GPU
+        # too: Ctrl-C then reaches only this (main) thread, never Optuna's bookkeeping in
+        # the middle of a trial (a second Ctrl-C there broke Optuna's own error handling).
         errors: list[BaseException] = []
 
-        def loop(gpu: int) -> None:
+        def loop(gpu: Optional[int]) -> None:
             try:
                 self._search_on(gpu)
             except BaseException as exc:  # noqa: BLE001 - handed to the main thread
@@ -325,8 +324,10 @@ class Tuner:
                 return pop()
 
         self.study._pop_waiting_trial_id = pop_one  # type: ignore[method-assign]
-        threads += [threading.Thread(target=loop, args=(gpu,), name=f"tune-gpu{gpu}",
-                                     daemon=True) for gpu in self.o.gpus]
+        gpus: tuple[Optional[int], ...] = self.o.gpus or (None,)
+        threads += [threading.Thread(target=loop, args=(gpu,), daemon=True,
+                                     name=f"tune-gpu{'' if gpu is None else gpu}")
+                    for gpu in gpus]
         for thread in threads:
             thread.start()
         while any(thread.is_alive() for thread in threads):
@@ -367,7 +368,7 @@ class Tuner:
 
     def _objective(self, trial: optuna.Trial, gpu: Optional[int] = None) -> float:
         if self.cancel.is_set():  # Ctrl-C while this loop was asking for a trial
-            with self.lock, _ctrl_c_deferred():
+            with self.lock:
                 se.suggest(trial, self.space)  # a trial without parameters confuses samplers
             trial.set_user_attr("state", "interrupted")
             trial.set_user_attr("message", "not started: the tune was interrupted")
@@ -382,8 +383,7 @@ class Tuner:
 
     def _trial(self, trial: optuna.Trial, gpu: Optional[int]) -> float:
         with self.lock:
-            with _ctrl_c_deferred():
-                params = se.suggest(trial, self.space)
+            params = se.suggest(trial, self.space)
             key = se.params_key(params)
             done = self._done()
             limit = self.o.max_trials
@@ -575,10 +575,9 @@ class Tuner:
 
 @contextlib.contextmanager
 def _ctrl_c_deferred() -> Iterator[None]:
-    """Hold a Ctrl-C until the block is done, then raise it: for steps that a
-    KeyboardInterrupt must not cut in half (a trial given half its parameters breaks the
-    grid sampler on every later run; a stop whose trials are half recorded leaves them
-    RUNNING). Only the main thread receives signals; elsewhere this does nothing."""
+    """Hold a Ctrl-C until the block is done, then raise it: for a step that a
+    KeyboardInterrupt must not cut in half (a stop whose trials are half recorded leaves
+    them RUNNING). Only the main thread receives signals; elsewhere this does nothing."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
