@@ -255,7 +255,8 @@ def test_a_trial_that_ended_but_is_still_listed_running_counts_once() -> None:
     ended = {"channels_last": "on", "batch_size": "8"}
     other = {"channels_last": "off", "batch_size": "16"}
     tuner.running = {json.dumps(ended, sort_keys=True), json.dumps(other, sort_keys=True)}
-    done = [{"params": {"channels_last": "off", "batch_size": "8"}}, {"params": ended}]
+    done = [{"params": {"channels_last": "off", "batch_size": "8"}, "state": "ok"},
+            {"params": ended, "state": "ok"}]
     assert tuner._claimed(done) == 3
 
 

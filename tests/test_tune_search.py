@@ -13,6 +13,7 @@ from optuna.trial import TrialState
 from rocmdoctor.tuners import search as se
 from rocmdoctor.tuners.knobs import Platform
 from rocmdoctor.tuners.spec import BenchSpec
+from rocmdoctor.tuners.tune import trial_dict
 
 CPU = Platform(kind="cpu", torch="2.13.0+cpu", device="cpu", cpu_count=4, torch_threads=4)
 SPEC = BenchSpec(model="tinycnn", device="cpu")
@@ -89,7 +90,8 @@ def test_done_keys_count_finished_trials_only(tmp_path: Path) -> None:
     _finish(study, space, "interrupted")
     _finish(study, space, "duplicate")
     finished = [t for t in study.trials if t.user_attrs["state"] in ("ok", "crashed")]
-    assert se.done_keys(study) == {se.params_key(t.params) for t in finished}
+    assert se.done_keys([trial_dict(t) for t in study.trials]) == {
+        se.params_key(t.params) for t in finished}
 
 
 def test_small_spaces_are_searched_exhaustively_large_ones_with_tpe() -> None:

@@ -505,10 +505,10 @@ def params_key(params: Mapping[str, Any]) -> str:
     return json.dumps(dict(sorted(params.items())))
 
 
-def done_keys(study: optuna.Study) -> set[str]:
-    """Parameter sets already measured to an end (not interrupted, not skipped)."""
-    return {params_key(t.params) for t in study.get_trials(deepcopy=False)
-            if t.user_attrs.get("state") in DONE_STATES}
+def done_keys(trials: Sequence[Mapping[str, Any]]) -> set[str]:
+    """Parameter sets already measured to an end (not interrupted, not skipped), of trials
+    as the tune reads them (rocmdoctor.tuners.tune.trial_dict)."""
+    return {params_key(t["params"]) for t in trials if t["state"] in DONE_STATES}
 
 
 class WindowPruner:

@@ -263,8 +263,7 @@ class Tuner:
     def _claimed(self, done: list[dict[str, Any]]) -> int:
         """Trials finished or running. A trial records its end (in the study) a moment before
         its thread takes it off self.running: counted once, not twice."""
-        finished = {se.params_key(t["params"]) for t in done}
-        return len(done) + len(self.running - finished)
+        return len(done) + len(self.running - se.done_keys(done))
 
     def time_left(self) -> float:
         return self.o.budget_s - (time.monotonic() - self.started)
@@ -275,7 +274,7 @@ class Tuner:
         # trials running on other GPUs count towards --max-trials: they will finish
         if self.o.max_trials and self._claimed(done) >= self.o.max_trials:
             return True
-        if len({se.params_key(t["params"]) for t in done}) >= self.space.size():
+        if len(se.done_keys(done)) >= self.space.size():
             return True
         if self.duplicates >= MAX_DUPLICATES:
             return True
@@ -394,7 +393,7 @@ class Tuner:
                 trial.set_user_attr("message", f"--max-trials {limit} reached")
                 trial.study.stop()
                 raise _TrialSkipped("limit")
-            if key in self.running or key in se.done_keys(self.study):
+            if key in self.running or key in se.done_keys(done):
                 self.duplicates += 1
                 trial.set_user_attr("state", "duplicate")
                 trial.set_user_attr("message", "already measured; not run again")
