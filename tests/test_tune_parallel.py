@@ -189,7 +189,40 @@ def test_a_failing_gpu_thread_stops_the_others() -> None:
         tuner._search()
     assert tuner.cancel.is_set() and sorted(seen) == [0, 1]
     assert time.monotonic() - start < 10
+    for thread in threading.enumerate():  # each has ended its loop; let it leave
+        if thread.name.startswith("tune-gpu"):
+            thread.join(5)
     assert not [t for t in threading.enumerate() if t.name.startswith("tune-gpu")]
+
+
+@pytest.mark.parametrize("gpus", [(0, 1), ()], ids=["two-gpus", "one"])
+def test_ctrl_c_waits_for_every_thread_to_record_its_trial(
+        gpus: tuple[int, ...], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C reaches the main thread while it waits for the search threads. On CPython 3.11
+    a Ctrl-C landing in Thread.join() marks the joined thread as ended while it still runs:
+    the tune then stopped at once, and the trial that thread was recording stayed RUNNING."""
+    import threading
+
+    from rocmdoctor.tuners import search as se
+
+    tuner = _tuner(gpus, {}, _platform())
+    recorded: list[int | None] = []
+
+    def search_on(gpu: int | None) -> None:
+        tuner.cancel.wait(30)
+        time.sleep(0.5)  # killing the child and recording the trial as interrupted
+        recorded.append(gpu)
+
+    tuner._search_over = lambda: False  # type: ignore[method-assign]
+    tuner._search_on = search_on  # type: ignore[method-assign]
+    tuner.study = type("S", (), {"_pop_waiting_trial_id": lambda self: None})()
+    released: list[str] = []
+    monkeypatch.setattr(se, "release", lambda study, owner: released.append(owner))
+    threading.Timer(0.6, os.kill, (os.getpid(), signal.SIGINT)).start()
+    with pytest.raises(KeyboardInterrupt):
+        tuner._search()
+    assert sorted(recorded, key=str) == sorted(gpus or (None,), key=str)
+    assert released == [tuner.owner]
 
 
 def test_cancel_kills_a_running_child_and_raises_ctrl_c() -> None:

@@ -289,29 +289,31 @@ class Tuner:
     def _search(self) -> None:
         if self._search_over():
             return
-        threads: list[threading.Thread] = []
+        ended: list[threading.Event] = []  # one per search thread, set as it ends
         try:
-            self._search_threads(threads)
+            self._search_threads(ended)
         except KeyboardInterrupt:
             with _ctrl_c_deferred():  # a second Ctrl-C would leave the cut trials RUNNING
                 self.cancel.set()  # each thread kills its child and records it as interrupted
-                self._join(threads)
+                self._join(ended)
                 se.release(self.study, self.owner)
             raise
 
-    def _search_threads(self, threads: list[threading.Thread]) -> None:
+    def _search_threads(self, ended: list[threading.Event]) -> None:
         # One optimize loop per GPU on the one study (Optuna keeps its loop state per
         # thread); the children do the work, the threads only wait for them. With one GPU
         # too: Ctrl-C then reaches only this (main) thread, never Optuna's bookkeeping in
         # the middle of a trial (a second Ctrl-C there broke Optuna's own error handling).
         errors: list[BaseException] = []
 
-        def loop(gpu: Optional[int]) -> None:
+        def loop(gpu: Optional[int], end: threading.Event) -> None:
             try:
                 self._search_on(gpu)
             except BaseException as exc:  # noqa: BLE001 - handed to the main thread
                 errors.append(exc)
                 self.cancel.set()  # the other GPUs stop too: their trials run again on resume
+            finally:
+                end.set()
 
         # Optuna pops a queued trial by reading it WAITING, then marking it RUNNING; on SQLite,
         # which has no row locks, two threads can pop the same trial. One pop at a time.
@@ -324,26 +326,21 @@ class Tuner:
 
         self.study._pop_waiting_trial_id = pop_one  # type: ignore[method-assign]
         gpus: tuple[Optional[int], ...] = self.o.gpus or (None,)
-        threads += [threading.Thread(target=loop, args=(gpu,), daemon=True,
-                                     name=f"tune-gpu{'' if gpu is None else gpu}")
-                    for gpu in gpus]
-        for thread in threads:
-            thread.start()
-        while any(thread.is_alive() for thread in threads):
-            for thread in threads:
-                thread.join(timeout=0.2)
+        for gpu in gpus:
+            ended.append(threading.Event())
+            threading.Thread(target=loop, args=(gpu, ended[-1]), daemon=True,
+                             name=f"tune-gpu{'' if gpu is None else gpu}").start()
+        _wait_all(ended)
         if errors:  # one thread failed and cancelled the others: raise the failure itself
-            self._join(threads)
+            self._join(ended)
             raise next((e for e in errors if not isinstance(e, KeyboardInterrupt)), errors[0])
 
     @staticmethod
-    def _join(threads: list[threading.Thread], within_s: float = 20.0) -> None:
+    def _join(ended: list[threading.Event], within_s: float = 20.0) -> None:
         """Let the threads record their trials, then kill any child still running."""
         from rocmdoctor.tuners.child import kill_all
 
-        until = time.monotonic() + within_s
-        for thread in threads:
-            thread.join(timeout=max(0.0, until - time.monotonic()))
+        _wait_all(ended, time.monotonic() + within_s)
         kill_all()
 
     def _search_on(self, gpu: Optional[int]) -> None:
@@ -570,6 +567,18 @@ class Tuner:
                 continue
             if os.path.dirname(os.path.dirname(path)) == self.study_dir:
                 shutil.rmtree(path, ignore_errors=True)
+
+
+def _wait_all(ended: list[threading.Event], until: Optional[float] = None) -> bool:
+    """Wait until every search thread has set its event (or `until`, a monotonic time).
+    Not Thread.join: on CPython 3.11 a Ctrl-C landing in join() marks the thread as ended
+    while it still runs (the handler of bpo-45274 releases the lock the running thread
+    holds), and the tune then stopped without waiting for it to record its trial."""
+    for end in ended:
+        while not end.wait(0.2):
+            if until is not None and time.monotonic() >= until:
+                return False
+    return True
 
 
 @contextlib.contextmanager
