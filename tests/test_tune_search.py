@@ -190,6 +190,10 @@ def test_recover_leaves_trials_that_another_live_tune_runs(tmp_path: Path) -> No
     frozen = reopened.trials[numbers["elsewhere"]]
     assert not _abandoned(frozen, "node-a", now + 60)
     assert _abandoned(frozen, "node-a", now + 101)  # past the deadline it recorded
+    # here too: a live process with the recorded pid is not that tune once the deadline passed
+    live = reopened.trials[numbers["live here"]]
+    assert not _abandoned(live, "node-a", now + 60)
+    assert _abandoned(live, "node-a", now + 101)
 
 
 def test_recover_gives_a_cut_off_baseline_its_parameters_back(tmp_path: Path) -> None:

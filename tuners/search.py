@@ -423,13 +423,17 @@ def _abandoned(trial: optuna.trial.FrozenTrial, host: str, now: float) -> bool:
     owner = str(trial.user_attrs.get("owner") or "")
     if not owner:
         return True
+    # epoch seconds recorded by the tune itself: no time zone in them. Past it, no tune can
+    # still run the trial, on this machine either (its pid may belong to another process now,
+    # or to a machine of the same name).
+    deadline = trial.user_attrs.get("deadline_at")
+    if isinstance(deadline, (int, float)) and now > deadline:
+        return True
     owner_host, _, pid = owner.rpartition(":")
     if owner_host == host:
         return not (pid.isdigit() and int(pid) != os.getpid() and _pid_alive(int(pid)))
-    # epoch seconds recorded by the tune itself: no time zone in them
-    deadline = trial.user_attrs.get("deadline_at")
     if isinstance(deadline, (int, float)):
-        return now > deadline
+        return False
     started = trial.user_attrs.get("started_at")
     return not isinstance(started, (int, float)) or now - started > STALE_S
 
