@@ -198,9 +198,10 @@ def test_a_failing_gpu_thread_stops_the_others() -> None:
 @pytest.mark.parametrize("gpus", [(0, 1), ()], ids=["two-gpus", "one"])
 def test_ctrl_c_waits_for_every_thread_to_record_its_trial(
         gpus: tuple[int, ...], monkeypatch: pytest.MonkeyPatch) -> None:
-    """Ctrl-C reaches the main thread while it waits for the search threads. On CPython 3.11
-    a Ctrl-C landing in Thread.join() marks the joined thread as ended while it still runs:
-    the tune then stopped at once, and the trial that thread was recording stayed RUNNING."""
+    """Ctrl-C reaches the main thread while it waits for the search threads. Up to CPython
+    3.12 a Ctrl-C landing in Thread.join() marks the joined thread as ended while it still
+    runs (python/cpython#90882): the tune then stopped at once, and the trial that thread
+    was recording stayed RUNNING."""
     import threading
 
     from rocmdoctor.tuners import search as se

@@ -571,9 +571,10 @@ class Tuner:
 
 def _wait_all(ended: list[threading.Event], until: Optional[float] = None) -> bool:
     """Wait until every search thread has set its event (or `until`, a monotonic time).
-    Not Thread.join: on CPython 3.11 a Ctrl-C landing in join() marks the thread as ended
-    while it still runs (the handler of bpo-45274 releases the lock the running thread
-    holds), and the tune then stopped without waiting for it to record its trial."""
+    Not Thread.join: up to CPython 3.12 a Ctrl-C landing in join() marks the thread as ended
+    while it still runs (python/cpython#90882: the bpo-45274 handler releases the lock the
+    running thread holds), and the tune then stopped without waiting for it to record its
+    trial."""
     for end in ended:
         while not end.wait(0.2):
             if until is not None and time.monotonic() >= until:
