@@ -8,30 +8,19 @@ from typing import TYPE_CHECKING, Optional
 import typer
 
 from rocmdoctor import __version__
+from rocmdoctor.cli_common import fail, new_app
 
 if TYPE_CHECKING:
     from rocmdoctor.host import Host
     from rocmdoctor.livehost import LiveHost
     from rocmdoctor.model import Report
 
-app = typer.Typer(
-    name="rocmdoctor",
-    help="Diagnose and tune PyTorch training on AMD ROCm (and NVIDIA CUDA) machines.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-    context_settings={"help_option_names": ["-h", "--help"]},
-)
+app = new_app("Diagnose and tune PyTorch training on AMD ROCm (and NVIDIA CUDA) machines.",
+              name="rocmdoctor")
 
 
 class UsageFailure(Exception):
     """Bad input: printed as one line on stderr, exit 2."""
-
-
-def fail(message: str, code: int = 2) -> typer.Exit:
-    typer.echo(f"rocmdoctor: error: {message}", err=True)
-    return typer.Exit(code)
 
 
 def _split_ids(values: Optional[list[str]]) -> list[str]:

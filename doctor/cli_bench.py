@@ -15,12 +15,8 @@ from typing import Any, Optional
 
 import typer
 
+from rocmdoctor.cli_common import fail as _fail
 from rocmdoctor.tuners.spec import SETTINGS, BenchSpec
-
-
-def _fail(message: str, code: int = 2) -> typer.Exit:
-    typer.echo(f"rocmdoctor: error: {message}", err=True)
-    return typer.Exit(code)
 
 
 def parse_settings(pairs: Optional[list[str]]) -> dict[str, Any]:

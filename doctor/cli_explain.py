@@ -13,17 +13,14 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
+from rocmdoctor.cli_common import fail as _fail
+
 if TYPE_CHECKING:
     from rocmdoctor.host import Host
 
 SCHEMA = "rocmdoctor.explain/1"
 NOTHING = ("nothing in the text matches a known error, kernel message or setting; "
            "`rocmdoctor check` looks at the machine itself")
-
-
-def _fail(message: str, code: int = 2) -> typer.Exit:
-    typer.echo(f"rocmdoctor: error: {message}", err=True)
-    return typer.Exit(code)
 
 
 def _read_text(text: Optional[str], file: Optional[str]) -> str:

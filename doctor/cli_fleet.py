@@ -13,19 +13,10 @@ from typing import Optional
 
 import typer
 
-fleet_app = typer.Typer(
-    help="Views over many nodes' `rocmdoctor check --json` reports.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-    context_settings={"help_option_names": ["-h", "--help"]},
-)
+from rocmdoctor.cli_common import fail as _fail
+from rocmdoctor.cli_common import new_app
 
-
-def _fail(message: str, code: int = 2) -> typer.Exit:
-    typer.echo(f"rocmdoctor: error: {message}", err=True)
-    return typer.Exit(code)
+fleet_app = new_app("Views over many nodes' `rocmdoctor check --json` reports.")
 
 
 @fleet_app.command("summarize")

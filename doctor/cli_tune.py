@@ -16,6 +16,7 @@ from typing import Any, Optional, TextIO
 
 import typer
 
+from rocmdoctor.cli_common import fail as _fail
 from rocmdoctor.tuners.spec import BenchSpec
 
 INSTALL_HINT = "pip install 'rocmdoctor[tune]'"
@@ -124,11 +125,6 @@ class Progress:
 
 def _changes(changes: dict[str, str]) -> str:
     return ", ".join(f"{k}={v}" for k, v in changes.items()) or "your settings"
-
-
-def _fail(message: str, code: int = 2) -> typer.Exit:
-    typer.echo(f"rocmdoctor: error: {message}", err=True)
-    return typer.Exit(code)
 
 
 def _write(path: str, text: str) -> None:

@@ -14,6 +14,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from rocmdoctor.model import Fix
+
 SCHEMA = "rocmdoctor.fleet/1"
 CHECK_SCHEMA = "rocmdoctor.check/1"
 STATUSES = ("pass", "warn", "fail", "skip", "error")
@@ -31,20 +33,12 @@ class FleetInputError(Exception):
 
 
 @dataclass(frozen=True)
-class FixView:
-    text: str
-    commands: tuple[str, ...] = ()
-    needs_root: bool = False
-    needs_relogin: bool = False
-
-
-@dataclass(frozen=True)
 class NodeCheck:
     id: str
     title: str
     status: str
     summary: str
-    fix: Optional[FixView] = None
+    fix: Optional[Fix] = None
 
 
 @dataclass(frozen=True)
@@ -86,7 +80,7 @@ class Problem:
     title: str
     nodes: tuple[str, ...]
     summaries: tuple[tuple[str, str, tuple[str, ...]], ...]  # (status, summary, nodes)
-    fixes: tuple[tuple[FixView, tuple[str, ...]], ...]
+    fixes: tuple[tuple[Fix, tuple[str, ...]], ...]
 
 
 @dataclass(frozen=True)
@@ -114,11 +108,11 @@ def _str(value: Any, default: str = "") -> str:
     return _clean(value) if isinstance(value, str) else default
 
 
-def _fix(value: Any) -> Optional[FixView]:
+def _fix(value: Any) -> Optional[Fix]:
     if not isinstance(value, Mapping):
         return None
     commands = value.get("commands")
-    return FixView(_str(value.get("text")),
+    return Fix(_str(value.get("text")),
                    tuple(c for c in commands if isinstance(c, str)) if isinstance(
                        commands, list) else (),
                    value.get("needs_root") is True, value.get("needs_relogin") is True)
@@ -256,7 +250,7 @@ def _problems(nodes: Sequence[NodeReport], ids: Sequence[str]) -> tuple[Problem,
             if not hits:
                 continue
             summaries: dict[tuple[str, str], list[str]] = {}
-            fixes: dict[FixView, list[str]] = {}
+            fixes: dict[Fix, list[str]] = {}
             for name, c in hits:
                 summaries.setdefault((c.status, c.summary), []).append(name)
                 if c.fix is not None:

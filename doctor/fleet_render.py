@@ -11,14 +11,13 @@ from typing import Any, Optional
 from rocmdoctor.fleet import (
     SCHEMA,
     VERSION_FIELDS,
-    FixView,
     Fleet,
     Group,
     counts,
     natural_key,
     reference_label,
 )
-from rocmdoctor.model import Status
+from rocmdoctor.model import Fix, Status
 from rocmdoctor.render_markdown import MARK
 from rocmdoctor.render_terminal import MARKS
 
@@ -63,7 +62,7 @@ def _differs(g: Group, ref: str) -> list[str]:
     return [f"{LABELS[f]} {_value(f, v)} ({ref}: {_value(f, r)})" for f, v, r in g.differs]
 
 
-def _needs(fix: FixView) -> str:
+def _needs(fix: Fix) -> str:
     needs = [w for w, on in (("needs root", fix.needs_root),
                              ("then log in again", fix.needs_relogin)) if on]
     return f" ({', '.join(needs)})" if needs else ""
@@ -165,7 +164,7 @@ def render_markdown(fleet: Fleet) -> str:
 
 
 def fleet_to_dict(fleet: Fleet) -> dict[str, Any]:
-    def fix(f: FixView, nodes: Sequence[str]) -> dict[str, Any]:
+    def fix(f: Fix, nodes: Sequence[str]) -> dict[str, Any]:
         return {"text": f.text, "commands": list(f.commands), "needs_root": f.needs_root,
                 "needs_relogin": f.needs_relogin, "nodes": list(nodes)}
 
