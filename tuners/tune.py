@@ -399,20 +399,20 @@ class Tuner:
             self.running.add(key)
             trial.set_user_attr("owner", self.owner)
             before = self._claimed(done) - 1  # finished or started earlier
+            best = max((t["throughput"] for t in done if t["state"] == "ok"), default=None)
         try:
-            return self._measure_trial(trial, params, gpu, before)
+            return self._measure_trial(trial, params, gpu, before, best)
         finally:
             with self.lock:
                 self.running.discard(key)
 
     def _measure_trial(self, trial: optuna.Trial, params: dict[str, str],
-                       gpu: Optional[int], before: int) -> float:
+                       gpu: Optional[int], before: int, best: Optional[float]) -> float:
         import optuna
 
         trial_dir = os.path.join(self.study_dir, "trials", str(trial.number))
         plan = se.materialize(self.space, params, self.o.spec, self.platform, self.env,
                               trial_dir, self.o.compile_cache)
-        best = max((t["throughput"] for t in self._done() if t["state"] == "ok"), default=None)
         pruner = None if trial.user_attrs.get("baseline") else \
             se.WindowPruner(best, report=trial.report)
         timeout = self._timeout(plan)
