@@ -5,7 +5,8 @@
 
 Prints: configurations measured of the space, those not yet measured, the ten fastest, the
 grid's cost (every trial's own duration, interrupted ones included, summed: GPU-seconds, as if
-one GPU ran them all), and, given a tune's --output, where its pick ranks, how far it is from
+one GPU ran them all; a trial a stopped part left running, failed only when a later part
+recovered it, ran until the last other trial of its part ended, not until it was recovered), and, given a tune's --output, where its pick ranks, how far it is from
 the grid's best as the grid measured both, and the tune's time as a share of the grid's.
 """
 
@@ -31,10 +32,26 @@ def load(db: str, study: str) -> list[tuple[optuna.trial.FrozenTrial, dict[str, 
     return [(t, trial_dict(t)) for t in loaded.get_trials(deepcopy=False)]
 
 
-def duration_s(trial: optuna.trial.FrozenTrial) -> float:
-    if trial.datetime_start is None or trial.datetime_complete is None:
-        return 0.0
-    return (trial.datetime_complete - trial.datetime_start).total_seconds()
+def durations(trials: list[optuna.trial.FrozenTrial]) -> list[float]:
+    """Each trial's run time in seconds. A trial that outlived its own timeout was left running
+    by a part that stopped and marked failed when the next part recovered it, hours later: it
+    ran until the last other trial that ended before that recovery (a stop ends every trial of
+    its part at once), and never longer than its timeout."""
+    ends = sorted(t.datetime_complete for t in trials if t.datetime_complete is not None)
+    out = []
+    for t in trials:
+        if t.datetime_start is None or t.datetime_complete is None:
+            out.append(0.0)
+            continue
+        seconds = (t.datetime_complete - t.datetime_start).total_seconds()
+        started, deadline = t.user_attrs.get("started_at"), t.user_attrs.get("deadline_at")
+        if isinstance(started, (int, float)) and isinstance(deadline, (int, float)) \
+                and seconds > deadline - started:
+            before = [e for e in ends if t.datetime_start <= e < t.datetime_complete]
+            seconds = min(deadline - started, (max(before) - t.datetime_start).total_seconds()
+                          if before else deadline - started)
+        out.append(seconds)
+    return out
 
 
 def report(trials: list[tuple[optuna.trial.FrozenTrial, dict[str, Any]]],
@@ -54,7 +71,7 @@ def report(trials: list[tuple[optuna.trial.FrozenTrial, dict[str, Any]]],
         "ok": len(ok), "pruned": len(measured) - len(ok),
         "not_measured": [p for p in space if se.params_key(p) not in measured],
         "trials_run": len(trials),
-        "gpu_seconds": round(sum(duration_s(f) for f, _ in trials), 1),
+        "gpu_seconds": round(sum(durations([f for f, _ in trials])), 1),
         "best": {"params": best["params"], "images_per_s": best["throughput"]},
         "fastest": [{"params": t["params"], "images_per_s": t["throughput"]} for t in ok[:10]],
     }
@@ -76,13 +93,14 @@ def report(trials: list[tuple[optuna.trial.FrozenTrial, dict[str, Any]]],
 
 def raw(trials: list[tuple[optuna.trial.FrozenTrial, dict[str, Any]]], what: str
         ) -> dict[str, Any]:
+    seconds = durations([f for f, _ in trials])
     return {"what": what, "trials": [
         {"number": t["number"], "optuna_state": f.state.name, "state": t["state"],
          "params": t["params"], "images_per_s": t["throughput"], "p10": t["p10"],
          "p90": t["p90"], "windows": t["windows"],
          "energy_per_sample_j": t["energy_per_sample_j"], "wall_s": t["wall_s"],
-         "duration_s": round(duration_s(f), 3), "gpu": t["gpu"], "message": t["message"]}
-        for f, t in trials]}
+         "duration_s": round(s, 3), "gpu": t["gpu"], "message": t["message"]}
+        for (f, t), s in zip(trials, seconds)]}
 
 
 def main(argv: list[str]) -> int:
