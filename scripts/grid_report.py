@@ -5,9 +5,9 @@
 
 Prints: configurations measured of the space, those not yet measured, the ten fastest, the
 grid's cost (every trial's own duration, interrupted ones included, summed: GPU-seconds, as if
-one GPU ran them all; a trial a stopped part left running, failed only when a later part
-recovered it, ran until the last other trial of its part ended, not until it was recovered), and, given a tune's --output, where its pick ranks, how far it is from
-the grid's best as the grid measured both, and the tune's time as a share of the grid's.
+one GPU ran them all; see durations() for a trial a stopped part left running), and, given a
+tune's --output, where its pick ranks, how far it is from the grid's best as the grid measured
+both, and the tune's time as a share of the grid's.
 """
 
 from __future__ import annotations
