@@ -34,6 +34,8 @@ from typing import IO, Any, Callable, Optional
 from rocmdoctor.tuners.spec import BenchSpec
 
 STATES = ("ok", "oom", "crashed", "timeout", "pruned", "error")
+STDERR_TAIL_LINES = 40
+_EMPTY: Mapping[str, str] = {}
 _LIVE: set[subprocess.Popen[str]] = set()  # children running now (kill_all on Ctrl-C)
 _LIVE_LOCK = threading.Lock()
 
@@ -44,8 +46,6 @@ def kill_all() -> None:
         procs = list(_LIVE)
     for proc in procs:
         _kill_group(proc)
-STDERR_TAIL_LINES = 40
-_EMPTY: Mapping[str, str] = {}
 
 
 @dataclass(frozen=True)
@@ -97,7 +97,6 @@ def run_bench_child(
     except OSError as exc:
         return TrialOutcome("error", None, f"cannot start {worker_argv(python)[0]}: "
                             f"{exc.strerror or exc}", "", None, time.monotonic() - start)
-    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
     with _LIVE_LOCK:
         _LIVE.add(proc)
     try:

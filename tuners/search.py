@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import re
+import time
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -444,8 +445,6 @@ def recover(study: optuna.Study, host: str = "",
     trial again (once): it was not finished, so it is not counted and not lost. `host` is
     this machine's name: trials another live tune is running are left alone. `baseline`:
     your settings, for a baseline trial cut off before it had its parameters."""
-    import time
-
     from optuna.trial import TrialState
 
     now = time.time()

@@ -150,7 +150,8 @@ class Tuner:
         self.lock = threading.Lock()  # suggesting a point and claiming it are one step
         self.running: set[str] = set()
         self.cancel = threading.Event()  # set on Ctrl-C: concurrent trials stop at once
-        self.owner = se.owner_id(socket.gethostname(), os.getpid())
+        self.host = socket.gethostname()
+        self.owner = se.owner_id(self.host, os.getpid())
 
     # --- the run ---------------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
@@ -187,7 +188,7 @@ class Tuner:
             except Exception as exc:  # noqa: BLE001 - a storage URL is outside input
                 first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
                 raise TuneError(f"cannot open the study storage {storage}: {first}") from None
-            requeued = se.recover(self.study, socket.gethostname(),
+            requeued = se.recover(self.study, self.host,
                                   self.space.baseline_params())
             self.emit("plan", {"platform": self.platform.to_dict(), "study": name,
                                "storage": storage, "space": self.space.to_dict(),
