@@ -18,6 +18,7 @@ import typer
 
 from rocmdoctor.cli_common import fail as _fail
 from rocmdoctor.tuners.spec import BenchSpec
+from rocmdoctor.tuners.tune import changes_text
 
 INSTALL_HINT = "pip install 'rocmdoctor[tune]'"
 _DEFAULT = BenchSpec()
@@ -95,7 +96,7 @@ class Progress:
                 self._say(f"tune: trial(s) {', '.join(map(str, data['requeued']))} were "
                           "interrupted last time; they run again")
         elif kind == "trial-start":
-            changes = _changes(data["changes"])
+            changes = changes_text(data["changes"])
             step = data["finished"] + 1
             count = f"{step}/{data['total']}" if data["total"] else f"{step}"
             where = f" (GPU {data['gpu']})" if data.get("gpu") is not None else ""
@@ -121,10 +122,6 @@ class Progress:
             what = f"{value:,.1f} {self.unit}/s" if value is not None else data["state"]
             self._say(f"      round {data['round'] + 1}: {who}: {what}; "
                       f"{_clock(data['time_left'])}")
-
-
-def _changes(changes: dict[str, str]) -> str:
-    return ", ".join(f"{k}={v}" for k, v in changes.items()) or "your settings"
 
 
 def _write(path: str, text: str) -> None:

@@ -536,7 +536,7 @@ class Tuner:
             warnings.append(f"trial(s) {', '.join(map(str, requeued))} were interrupted last "
                             "time and ran again")
         if best is not None:
-            summary = (f"trial {best['trial']} ({_changes_text(best['changes'])}) is faster than "
+            summary = (f"trial {best['trial']} ({changes_text(best['changes'])}) is faster than "
                        f"your settings: {best['why']}")
         else:
             summary = confirmation.get("reason") or \
@@ -601,7 +601,8 @@ def _ctrl_c_deferred() -> Iterator[None]:
         raise KeyboardInterrupt
 
 
-def _changes_text(changes: Mapping[str, str]) -> str:
+def changes_text(changes: Mapping[str, str]) -> str:
+    """What a trial changes from your settings, as key=value pairs (tune's progress too)."""
     return ", ".join(f"{k}={v}" for k, v in changes.items()) or "your settings"
 
 
