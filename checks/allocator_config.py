@@ -16,8 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from rocmdoctor.allocconf import AllocConf, parse_alloc_conf, repair
-from rocmdoctor.facts import platform_kind
+from rocmdoctor.facts.alloc_conf import AllocConf, parse_alloc_conf, repair
+from rocmdoctor.facts.platform import platform_kind
 from rocmdoctor.host import Host
 from rocmdoctor.kb import allocator as kb
 from rocmdoctor.model import Check, CheckResult, Finding, Fix, Status

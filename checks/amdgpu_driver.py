@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Optional
 
-from rocmdoctor.facts import container_signals, is_wsl, kernel_release, not_rocm_reason
+from rocmdoctor.facts.platform import container_signals, is_wsl, kernel_release, not_rocm_reason
 from rocmdoctor.host import Host
 from rocmdoctor.model import Check, CheckResult, Finding, Fix, Status
 

@@ -15,7 +15,7 @@ import json
 import statistics
 from typing import Any, Optional
 
-from rocmdoctor.facts import platform_kind
+from rocmdoctor.facts.platform import platform_kind
 from rocmdoctor.host import Host
 from rocmdoctor.kb.nccl_env import NCCL_ENV, RCCL_ENV, risky_settings
 from rocmdoctor.model import Check, CheckResult, Finding, Fix, Status
@@ -180,7 +180,7 @@ class Collectives(Check):
 
 def _topology(host: Host) -> Any:
     try:
-        from rocmdoctor.topology import read_topology
+        from rocmdoctor.facts.topology import read_topology
 
         return read_topology(host, platform_kind(host))
     except Exception:  # noqa: BLE001 - the topology is a comparison, never the verdict

@@ -14,12 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from rocmdoctor.facts import not_rocm_reason
-from rocmdoctor.gpus import GpuAgent, amd_gpus, describe, override_for_node, override_vars
+from rocmdoctor.facts.amd_gpus import GpuAgent, amd_gpus, describe, override_for_node, override_vars
+from rocmdoctor.facts.platform import not_rocm_reason
+from rocmdoctor.facts.rocm_version import installed_rocm
 from rocmdoctor.host import Host
 from rocmdoctor.kb import gfx as kb
 from rocmdoctor.model import Check, CheckResult, Finding, Fix, Status
-from rocmdoctor.rocm_version import installed_rocm
 
 _RANK = {Status.PASS: 0, Status.WARN: 1, Status.FAIL: 2}
 TORCH_ARCH = "https://docs.pytorch.org/docs/stable/generated/torch.cuda.get_arch_list.html"

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from rocmdoctor.facts import not_rocm_reason
-from rocmdoctor.gpus import (
+from rocmdoctor.facts.amd_gpus import (
     GpuAgent,
     GpuInventory,
     amd_gpus,
@@ -18,6 +17,7 @@ from rocmdoctor.gpus import (
     hip_selection,
     kfd_gpus,
 )
+from rocmdoctor.facts.platform import not_rocm_reason
 from rocmdoctor.host import Host
 from rocmdoctor.kb.rocminfo_failures import DMESG_KFD
 from rocmdoctor.model import Check, CheckResult, Finding, Fix, Status

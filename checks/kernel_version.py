@@ -15,11 +15,11 @@ import re
 from typing import Optional
 
 from rocmdoctor.checks.os_release import OsRelease, read_os_release, wsl_kernel
-from rocmdoctor.facts import not_rocm_reason
+from rocmdoctor.facts.platform import not_rocm_reason
+from rocmdoctor.facts.rocm_version import installed_rocm
 from rocmdoctor.host import Host
 from rocmdoctor.kb import rocm_support as kb
 from rocmdoctor.model import Check, CheckResult, Finding, Fix, Status
-from rocmdoctor.rocm_version import installed_rocm
 
 _RELEASE = re.compile(r"^(\d+)\.(\d+)")
 _PROC_VERSION = re.compile(r"Linux version (\S+)")

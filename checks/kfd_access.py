@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from rocmdoctor.facts import container_signals, is_wsl, not_rocm_reason
+from rocmdoctor.facts.platform import container_signals, is_wsl, not_rocm_reason
 from rocmdoctor.host import Host, PathInfo
 from rocmdoctor.model import Check, CheckResult, Finding, Fix, Status
 

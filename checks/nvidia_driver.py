@@ -11,12 +11,12 @@ from __future__ import annotations
 from typing import Optional
 
 from rocmdoctor.checks.torch_install import torch_of
-from rocmdoctor.facts import platform_kind
+from rocmdoctor.facts.nvidia_gpus import NVIDIA_SMI_DOCS, NvidiaInventory, nvidia_gpus
+from rocmdoctor.facts.platform import platform_kind
 from rocmdoctor.host import Host
 from rocmdoctor.kb import cuda_driver as kb
 from rocmdoctor.kb import torch_wheels as wheels
 from rocmdoctor.model import Check, CheckResult, Finding, Fix, Status
-from rocmdoctor.nvidia import NVIDIA_SMI_DOCS, NvidiaInventory, nvidia_gpus
 
 DRIVER_DOWNLOADS = "https://www.nvidia.com/drivers"
 

@@ -12,11 +12,11 @@ import shlex
 from dataclasses import dataclass
 from typing import Optional
 
-from rocmdoctor.facts import is_wsl, kernel_release
+from rocmdoctor.facts.platform import is_wsl, kernel_release
+from rocmdoctor.facts.rocm_version import installed_rocm
 from rocmdoctor.host import Host
 from rocmdoctor.kb import rocm_support as kb
 from rocmdoctor.model import Check, CheckResult, Finding, Fix, Status
-from rocmdoctor.rocm_version import installed_rocm
 
 OS_RELEASE_PATHS = ("/etc/os-release", "/usr/lib/os-release")
 OS_RELEASE_SPEC = "https://www.freedesktop.org/software/systemd/man/latest/os-release.html"

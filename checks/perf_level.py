@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Optional
 
-from rocmdoctor.facts import AMD_PCI_VENDOR, not_rocm_reason
+from rocmdoctor.facts.platform import AMD_PCI_VENDOR, not_rocm_reason
 from rocmdoctor.host import Host
 from rocmdoctor.kb.perf_levels import DEFAULT_LEVEL, THERMAL_DOC, Verdict, lookup
 from rocmdoctor.model import Check, CheckResult, Finding, Fix, Status

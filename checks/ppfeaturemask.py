@@ -15,7 +15,7 @@ from rocmdoctor.checks.amdgpu_driver import (
     comment_out,
     modprobe_lines,
 )
-from rocmdoctor.facts import is_wsl, not_rocm_reason
+from rocmdoctor.facts.platform import is_wsl, not_rocm_reason
 from rocmdoctor.host import Host
 from rocmdoctor.kb.ppfeatures import (
     AMD_SHARED_H,

@@ -11,11 +11,8 @@ import shlex
 from collections.abc import Mapping
 from typing import Optional
 
-from rocmdoctor.facts import not_rocm_reason
-from rocmdoctor.host import Host
-from rocmdoctor.kb.rocm_support import QUICK_START
-from rocmdoctor.model import Check, CheckResult, Finding, Fix, Status
-from rocmdoctor.rocm_version import (
+from rocmdoctor.facts.platform import not_rocm_reason
+from rocmdoctor.facts.rocm_version import (
     ALTERNATIVES_ROCM,
     OPT_ROCM,
     RocmInstall,
@@ -24,6 +21,9 @@ from rocmdoctor.rocm_version import (
     installed_rocm,
     read_install,
 )
+from rocmdoctor.host import Host
+from rocmdoctor.kb.rocm_support import QUICK_START
+from rocmdoctor.model import Check, CheckResult, Finding, Fix, Status
 
 POST_INSTALL = ("https://rocm.docs.amd.com/projects/install-on-linux/en/latest/install/"
                 "post-install.html")

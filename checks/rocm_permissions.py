@@ -13,9 +13,9 @@ from __future__ import annotations
 import shlex
 from typing import Optional
 
+from rocmdoctor.facts.rocm_version import installed_rocm
 from rocmdoctor.host import Host, PathInfo
 from rocmdoctor.model import Check, CheckResult, Finding, Fix, Status
-from rocmdoctor.rocm_version import installed_rocm
 
 # What using ROCm touches: the folders (read + enter), the tools (read + run), the libraries.
 DIRS = ("", "/bin", "/lib")

@@ -18,13 +18,13 @@ from rocmdoctor.checks.torch_install import (
     pip_line,
     torch_of,
 )
-from rocmdoctor.facts import platform_kind
-from rocmdoctor.gpus import amd_gpus
+from rocmdoctor.facts.amd_gpus import amd_gpus
+from rocmdoctor.facts.nvidia_gpus import nvidia_gpus
+from rocmdoctor.facts.platform import platform_kind
 from rocmdoctor.host import Host
 from rocmdoctor.kb import gfx as kb_gfx
 from rocmdoctor.kb import torch_wheels as wheels
 from rocmdoctor.model import Check, CheckResult, Finding, Fix, Status
-from rocmdoctor.nvidia import nvidia_gpus
 
 CUDA_COMPAT = (
     "https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#binary-compatibility"

@@ -17,11 +17,11 @@ from rocmdoctor.checks.torch_install import (
     imported_torch_skip_reason,
     torch_of,
 )
-from rocmdoctor.facts import platform_kind
-from rocmdoctor.gpus import GpuAgent, amd_gpus, describe, select
+from rocmdoctor.facts.amd_gpus import GpuAgent, amd_gpus, describe, select
+from rocmdoctor.facts.nvidia_gpus import nvidia_gpus
+from rocmdoctor.facts.platform import platform_kind
 from rocmdoctor.host import Host
 from rocmdoctor.model import Check, CheckResult, Finding, Fix, Status
-from rocmdoctor.nvidia import nvidia_gpus
 
 HIP_VISIBILITY = "https://rocm.docs.amd.com/en/latest/conceptual/gpu-isolation.html"
 

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from rocmdoctor.facts import amd_signals, nvidia_signals, platform_kind
+from rocmdoctor.facts.nvidia_gpus import nvidia_gpus
+from rocmdoctor.facts.platform import amd_signals, nvidia_signals, platform_kind
+from rocmdoctor.facts.rocm_version import installed_rocm
 from rocmdoctor.host import Host
 from rocmdoctor.kb import torch_wheels as wheels
 from rocmdoctor.kb.cuda_driver import newest_cuda_for_driver
 from rocmdoctor.model import Check, CheckResult, Finding, Fix, Status
-from rocmdoctor.nvidia import nvidia_gpus
-from rocmdoctor.rocm_version import installed_rocm
 
 INSTALL_DOCS = "https://pytorch.org/get-started/locally/"
 BUILD_NAMES = {"rocm": "ROCm", "cuda": "CUDA", "cpu": "CPU"}

@@ -14,10 +14,10 @@ from __future__ import annotations
 from typing import Optional
 
 from rocmdoctor.checks.torch_install import imported_torch_skip_reason, rocm_index_line, torch_of
+from rocmdoctor.facts.rocm_version import RocmInstall, installed_rocm
 from rocmdoctor.host import Host
 from rocmdoctor.kb import torch_wheels as wheels
 from rocmdoctor.model import Check, CheckResult, Finding, Fix, Status
-from rocmdoctor.rocm_version import RocmInstall, installed_rocm
 
 AMDGPU_VERSION = "/sys/module/amdgpu/version"
 

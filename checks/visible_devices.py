@@ -13,8 +13,7 @@ import re
 from dataclasses import replace
 from typing import Optional
 
-from rocmdoctor.facts import platform_kind
-from rocmdoctor.gpus import (
+from rocmdoctor.facts.amd_gpus import (
     HIP_LEVEL_VARS,
     GpuAgent,
     Selection,
@@ -23,6 +22,7 @@ from rocmdoctor.gpus import (
     kfd_gpus,
     select,
 )
+from rocmdoctor.facts.platform import platform_kind
 from rocmdoctor.host import Host
 from rocmdoctor.model import Check, CheckResult, Finding, Fix, Status
 

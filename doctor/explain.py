@@ -125,7 +125,7 @@ def _gpu_code(entry: KnownMessage, text: str, host: Optional[Host], ctx: _Contex
                             f"{', '.join(dict.fromkeys(bundled))}" if bundled else "") + ".")
     if host is None:
         return
-    from rocmdoctor.gpus import amd_gpus, describe
+    from rocmdoctor.facts.amd_gpus import amd_gpus, describe
     from rocmdoctor.kb.gfx import override_for, override_value_target
 
     torch = (host.python() or {}).get("torch") or {}
@@ -163,6 +163,7 @@ def _gpu_code(entry: KnownMessage, text: str, host: Optional[Host], ctx: _Contex
 
 def _wheel_with(gfx: str, host: Host) -> Optional[tuple[str, str]]:
     """(index URL, why) of PyTorch's ROCm wheels that include `gfx`, preferring this ROCm's."""
+    from rocmdoctor.facts.rocm_version import installed_rocm
     from rocmdoctor.kb.torch_wheels import (
         INDEX_TARGETS,
         index_url,
@@ -170,7 +171,6 @@ def _wheel_with(gfx: str, host: Host) -> Optional[tuple[str, str]]:
         targets_of_index,
         version_tuple,
     )
-    from rocmdoctor.rocm_version import installed_rocm
 
     install = installed_rocm(host)
     suffix = rocm_index_for(install.version if install else None)

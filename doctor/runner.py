@@ -10,7 +10,7 @@ from dataclasses import replace
 from typing import Optional
 
 from rocmdoctor import __version__
-from rocmdoctor.facts import platform_kind
+from rocmdoctor.facts.platform import platform_kind
 from rocmdoctor.host import Host
 from rocmdoctor.model import Check, CheckResult, Report, Status
 

@@ -14,8 +14,8 @@ mkdir -p "$OUT"
 PY="${PYTHON:-python3}"
 export PYTHONUNBUFFERED=1
 
-# `rocmdoctor bench` once rocmdoctor.cli registers it; the same commands directly otherwise.
-APP="import typer; from rocmdoctor.cli_bench import bench_command, compare_command
+# `rocmdoctor bench` once rocmdoctor.cli.app registers it; the same commands directly otherwise.
+APP="import typer; from rocmdoctor.cli.bench import bench_command, compare_command
 app = typer.Typer(pretty_exceptions_enable=False, rich_markup_mode=None)
 app.command('bench')(bench_command); app.command('compare')(compare_command); app()"
 rd() { "$PY" -c "$APP" "$@"; }

@@ -8,7 +8,7 @@ def _no_live_host(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatc
     """Unit tests must not touch this machine: the live host raises unless marked e2e."""
     if request.node.get_closest_marker("e2e") or request.node.get_closest_marker("live"):
         return
-    from rocmdoctor import livehost
+    from rocmdoctor.host import live as livehost
 
     def refuse(*args: object, **kwargs: object) -> None:
         raise AssertionError("a unit test used the live host; use SnapshotHost or mark it e2e")

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import Any, Optional
 
-from rocmdoctor.snapshot import FORMAT, SnapshotHost
+from rocmdoctor.host.snapshot import FORMAT, SnapshotHost
 
 REAL = Path(__file__).parent / "fixtures" / "real"
 

@@ -14,7 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rocmdoctor.allocconf import (
+from rocmdoctor.checks.allocator_config import AllocatorConfig, torch_facts, version_tuple
+from rocmdoctor.facts.alloc_conf import (
     LEGACY,
     MODERN,
     AllocConfError,
@@ -23,11 +24,10 @@ from rocmdoctor.allocconf import (
     split_items,
     tokenize,
 )
-from rocmdoctor.checks.allocator_config import AllocatorConfig, torch_facts, version_tuple
+from rocmdoctor.host.snapshot import SnapshotHost
 from rocmdoctor.kb import allocator as kb
 from rocmdoctor.model import CheckResult, Finding, Fix, Status
 from rocmdoctor.runner import run_one
-from rocmdoctor.snapshot import SnapshotHost
 from tests.helpers import fixture_text, make_snapshot
 
 OOM = "errors-hip-out-of-memory-gfx1151-strix-halo-15gib-cap-vs-96gib-vram.txt"

@@ -20,9 +20,9 @@ from rocmdoctor.checks.amdgpu_driver import (
     parse_modprobe_conf,
     parse_proc_modules,
 )
+from rocmdoctor.host.snapshot import SnapshotHost
 from rocmdoctor.model import CheckResult, Finding, Fix, Status
 from rocmdoctor.runner import run_one
-from rocmdoctor.snapshot import SnapshotHost
 from tests.helpers import fixture_header, fixture_text, make_snapshot
 
 CHECK = AmdgpuDriver()

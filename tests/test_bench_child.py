@@ -16,8 +16,8 @@ from typing import Any, Callable
 
 import pytest
 
-from rocmdoctor.tuners.child import run_bench_child, worker_argv
-from rocmdoctor.tuners.spec import BenchSpec
+from rocmdoctor.tuners.bench.child import run_bench_child, worker_argv
+from rocmdoctor.tuners.bench.spec import BenchSpec
 from tests.helpers import repo_root
 
 TINY = BenchSpec(model="tinycnn", batch_size=8, image_size=16, steps=10, warmup=2, device="cpu")
@@ -255,8 +255,8 @@ def test_missing_python_is_an_error() -> None:
 
 
 def test_the_parent_never_imports_torch() -> None:
-    code = ("import sys; import rocmdoctor.tuners.child, rocmdoctor.tuners.maxbatch, "
-            "rocmdoctor.tuners.compare, rocmdoctor.cli_bench; "
+    code = ("import sys; import rocmdoctor.tuners.bench.child, rocmdoctor.tuners.bench.maxbatch, "
+            "rocmdoctor.tuners.bench.compare, rocmdoctor.cli.bench; "
             "print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout

@@ -1,6 +1,6 @@
 """`rocmdoctor bench` / `compare` end to end: the real commands in a subprocess, on the CPU.
 
-The commands run from a Typer app built the way rocmdoctor.cli registers them, so these
+The commands run from a Typer app built the way rocmdoctor.cli.app registers them, so these
 tests do not depend on the registration line.
 """
 
@@ -20,7 +20,7 @@ from tests.helpers import repo_root
 
 pytestmark = pytest.mark.e2e
 
-APP = ("import typer; from rocmdoctor.cli_bench import bench_command, compare_command; "
+APP = ("import typer; from rocmdoctor.cli.bench import bench_command, compare_command; "
        "app = typer.Typer(pretty_exceptions_enable=False, rich_markup_mode=None); "
        "app.command('bench')(bench_command); app.command('compare')(compare_command); app()")
 TINY = ["--model", "tinycnn", "--device", "cpu", "--image-size", "16", "--batch-size", "4",

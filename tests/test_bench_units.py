@@ -9,13 +9,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rocmdoctor.cli_bench import parse_settings
-from rocmdoctor.tuners import metrics, power
-from rocmdoctor.tuners.child import TrialOutcome, _classify, _parse_event
-from rocmdoctor.tuners.maxbatch import find_max_batch, probe_spec
-from rocmdoctor.tuners.peaks import peak_for
-from rocmdoctor.tuners.spec import BenchSpec
-from rocmdoctor.tuners.worker import is_oom, is_oom_text
+from rocmdoctor.cli.bench import parse_settings
+from rocmdoctor.kb.peaks import peak_for
+from rocmdoctor.tuners.bench import metrics, power
+from rocmdoctor.tuners.bench.child import TrialOutcome, _classify, _parse_event
+from rocmdoctor.tuners.bench.maxbatch import find_max_batch, probe_spec
+from rocmdoctor.tuners.bench.spec import BenchSpec
+from rocmdoctor.tuners.bench.worker import is_oom, is_oom_text
 from tests.helpers import fixture_text
 
 # --- spec -------------------------------------------------------------------------------
@@ -205,7 +205,7 @@ def test_peak_lookup(name: str, precision: str, tflops: float, dtype: str) -> No
 
 def test_peak_lookup_misses_say_why() -> None:
     assert peak_for("NVIDIA H100 PCIe", "bf16").reason == (
-        "no peak figure for 'NVIDIA H100 PCIe' in rocmdoctor.tuners.peaks")
+        "no peak figure for 'NVIDIA H100 PCIe' in rocmdoctor.kb.peaks")
     assert peak_for("AMD Instinct MI210", "tf32").reason == (
         "AMD Instinct MI210 has no TF32 units; the FP32 peak is used")
 

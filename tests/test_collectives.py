@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from rocmdoctor.checks.collectives import Collectives
-from rocmdoctor.livehost import COLLECTIVES_SCRIPT, LiveHost
+from rocmdoctor.host.live import COLLECTIVES_SCRIPT, LiveHost
 from rocmdoctor.model import CheckResult, Fix, Status
 
 SIZES = "65536,1048576"
@@ -97,7 +97,7 @@ NVLS = ("NCCL_NVLS_ENABLE=0: turns off NVLink SHARP (in-switch reductions on NVS
 
 
 def _replay(**env: str) -> CheckResult:
-    from rocmdoctor.snapshot import SnapshotHost, load_snapshot
+    from rocmdoctor.host.snapshot import SnapshotHost, load_snapshot
 
     data = load_snapshot(H200X2)
     data["env"].update(env)
@@ -137,7 +137,7 @@ def _replay_run(change: Any) -> CheckResult:
     """The real two-H200 run with its launcher output changed by `change`."""
     import json
 
-    from rocmdoctor.snapshot import SnapshotHost, load_snapshot
+    from rocmdoctor.host.snapshot import SnapshotHost, load_snapshot
 
     data = load_snapshot(H200X2)
     key = next(k for k in data["commands"] if k.startswith("rocmdoctor-collectives "))
@@ -177,7 +177,7 @@ def test_an_all_reduce_far_below_the_link_is_flagged() -> None:
 
 def test_a_pair_far_slower_than_its_peers_is_named() -> None:
     from rocmdoctor.checks.collectives import _pair_problems
-    from rocmdoctor.topology import Link, Topology
+    from rocmdoctor.facts.topology import Link, Topology
 
     nv = Link(kind="nvlink", label="NV18", count=18)
     topo = Topology(source="nvidia-smi topo -m", gpus=4,
@@ -210,7 +210,7 @@ def test_report_and_check_include_it_when_asked() -> None:
 
 
 def test_a_snapshot_without_the_run_skips_it_and_skip_needs_no_flag() -> None:
-    from rocmdoctor.snapshot import SnapshotHost, load_snapshot
+    from rocmdoctor.host.snapshot import SnapshotHost, load_snapshot
 
     data = load_snapshot(H200X2)
     data["commands"] = {k: v for k, v in data["commands"].items()

@@ -8,7 +8,7 @@ from typing import Any, Optional
 
 import pytest
 
-from rocmdoctor.tuners.compare import (
+from rocmdoctor.tuners.bench.compare import (
     CompareError,
     load_result,
     render_compare_markdown,

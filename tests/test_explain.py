@@ -17,12 +17,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from rocmdoctor.cli_explain import NOTHING, explain_command
+from rocmdoctor.cli.explain import NOTHING, explain_command
 from rocmdoctor.explain import Explanation, explain_text, render_explanations
+from rocmdoctor.host.snapshot import SnapshotHost, save_snapshot
 from rocmdoctor.kb.errors import KNOWN_MESSAGES
 from rocmdoctor.kb.torch_wheels import targets_of_index
 from rocmdoctor.model import Fix
-from rocmdoctor.snapshot import SnapshotHost, save_snapshot
 from tests.helpers import REAL, fixture_text, make_snapshot
 
 ENTRY = {m.key: m for m in KNOWN_MESSAGES}

@@ -21,6 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rocmdoctor.checks.registry import all_checks
+from rocmdoctor.facts.machine import expand_output_pattern, machine_facts
 from rocmdoctor.fleet import (
     STATUSES,
     FleetInputError,
@@ -31,11 +32,10 @@ from rocmdoctor.fleet import (
     summarize,
     unique_names,
 )
-from rocmdoctor.fleet_render import RENDERERS, hostlist
-from rocmdoctor.machine_facts import expand_output_pattern, machine_facts
-from rocmdoctor.render_json import render_json
+from rocmdoctor.host.snapshot import SnapshotHost, load_snapshot
+from rocmdoctor.render.check_json import render_json
+from rocmdoctor.render.fleet import RENDERERS, hostlist
 from rocmdoctor.runner import run_checks
-from rocmdoctor.snapshot import SnapshotHost, load_snapshot
 from tests.helpers import char_dev
 from tests.test_report import MACHINES
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from rocmdoctor.snapshot import save_snapshot
+from rocmdoctor.host.snapshot import save_snapshot
 from tests.test_fleet import GOLDEN, UPDATE, mi300x
 
 pytestmark = pytest.mark.e2e

@@ -6,12 +6,18 @@ from dataclasses import replace
 from typing import Any, Optional
 
 from rocmdoctor.checks.gfx_override import TORCH_ARCH, GfxOverride
-from rocmdoctor.gpus import KFD_NODES, _real_targets, amd_gpus, effective_target, gpus_from_report
+from rocmdoctor.facts.amd_gpus import (
+    KFD_NODES,
+    _real_targets,
+    amd_gpus,
+    effective_target,
+    gpus_from_report,
+)
+from rocmdoctor.facts.rocminfo import parse_rocminfo
+from rocmdoctor.host.snapshot import SnapshotHost
 from rocmdoctor.kb import gfx as kb
 from rocmdoctor.model import CheckResult, Finding, Fix, Status
-from rocmdoctor.rocminfo import parse_rocminfo
 from rocmdoctor.runner import run_one
-from rocmdoctor.snapshot import SnapshotHost
 from tests.helpers import fixture_text, make_snapshot
 from tests.test_visible_devices import kfd_node
 

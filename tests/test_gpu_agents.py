@@ -8,11 +8,11 @@ from typing import Any, Optional
 import pytest
 
 from rocmdoctor.checks.gpu_agents import GPU_ISOLATION, ROCMINFO_DOC, GpuAgents
-from rocmdoctor.gpus import KFD_NODES, amd_gpus
+from rocmdoctor.facts.amd_gpus import KFD_NODES, amd_gpus
+from rocmdoctor.host.snapshot import SnapshotHost
 from rocmdoctor.kb.rocminfo_failures import DMESG_KFD, ROCMINFO_FAILURES
 from rocmdoctor.model import CheckResult, Finding, Fix, Status
 from rocmdoctor.runner import run_one
-from rocmdoctor.snapshot import SnapshotHost
 from tests.helpers import fixture_text, make_snapshot
 
 CHECK = GpuAgents()

@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from rocmdoctor.checks.registry import all_checks
+from rocmdoctor.host.snapshot import SnapshotHost, load_snapshot
 from rocmdoctor.model import Finding, Status
 from rocmdoctor.runner import run_checks
-from rocmdoctor.snapshot import SnapshotHost, load_snapshot
 
 SNAPSHOT = Path(__file__).parent / "fixtures" / "h200-snapshot.json.gz"
 NOT_AMD = "not an AMD machine (NVIDIA GPU found)"

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from rocmdoctor.checks.kernel_version import KernelVersion, parse_kernel_release
 from rocmdoctor.host import Host
+from rocmdoctor.host.snapshot import SnapshotHost
 from rocmdoctor.kb import rocm_support as kb
 from rocmdoctor.kb.rocm_support import (
     DOCS,
@@ -20,7 +21,6 @@ from rocmdoctor.kb.rocm_support import (
 )
 from rocmdoctor.model import CheckResult, Finding, Fix, Status
 from rocmdoctor.runner import run_one
-from rocmdoctor.snapshot import SnapshotHost
 from tests.helpers import fixture_text, host_of, make_snapshot
 from tests.test_os_release import RHEL_9_4, UBUNTU_18_04_4, UBUNTU_22_04_4
 

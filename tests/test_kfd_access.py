@@ -16,9 +16,9 @@ from rocmdoctor.checks.kfd_access import (
     KfdAccess,
     parse_etc_group,
 )
+from rocmdoctor.host.snapshot import SnapshotHost
 from rocmdoctor.model import CheckResult, Finding, Fix, Status
 from rocmdoctor.runner import run_one
-from rocmdoctor.snapshot import SnapshotHost
 from tests.helpers import char_dev, fixture_text, make_snapshot
 
 CHECK = KfdAccess()

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from rocmdoctor.livehost import LiveHost, run_command
+from rocmdoctor.host.live import LiveHost, run_command
 
 pytestmark = pytest.mark.live
 

@@ -11,8 +11,8 @@ import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from rocmdoctor.tuners import models
-from rocmdoctor.tuners.flops import training_step_flops
+from rocmdoctor.tuners.bench import models
+from rocmdoctor.tuners.bench.flops import training_step_flops
 
 # torchvision's documented parameter counts (ResNet50_Weights / ViT_B_16_Weights meta
 # "num_params"): https://docs.pytorch.org/vision/stable/models.html

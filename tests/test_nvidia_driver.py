@@ -16,9 +16,15 @@ from hypothesis import strategies as st
 
 from rocmdoctor.checks.nvidia_driver import NvidiaDriver
 from rocmdoctor.checks.torch_arch_support import TorchArchSupport, cuda_support
+from rocmdoctor.facts.nvidia_gpus import (
+    LEGACY_FIELDS,
+    LEGACY_KEY,
+    QUERY_KEY,
+    NvidiaGpu,
+    parse_query_gpu,
+)
+from rocmdoctor.host.snapshot import SnapshotHost
 from rocmdoctor.model import Finding, Fix, Status
-from rocmdoctor.nvidia import LEGACY_FIELDS, LEGACY_KEY, QUERY_KEY, NvidiaGpu, parse_query_gpu
-from rocmdoctor.snapshot import SnapshotHost
 from tests.helpers import make_snapshot
 
 H200_UUIDS = [f"GPU-{i}a2b3c4d-0000-1111-2222-33334444555{i}" for i in range(8)]

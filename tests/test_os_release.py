@@ -17,11 +17,11 @@ from rocmdoctor.checks.os_release import (
     read_os_release,
 )
 from rocmdoctor.host import Host
+from rocmdoctor.host.snapshot import SnapshotHost
 from rocmdoctor.kb import rocm_support as kb
 from rocmdoctor.kb.rocm_support import DOCS, HISTORICAL_60, MATRIX_LATEST
 from rocmdoctor.model import CheckResult, Finding, Fix, Status
 from rocmdoctor.runner import run_one
-from rocmdoctor.snapshot import SnapshotHost
 from tests.helpers import fixture_text, host_of, make_snapshot
 
 # `cat /etc/os-release` on Ubuntu 22.04.4 desktop, as posted in a public GitHub capture

@@ -9,10 +9,10 @@ from typing import Any, Optional
 import pytest
 
 from rocmdoctor.checks.perf_level import PerfLevelCheck
+from rocmdoctor.host.snapshot import SnapshotHost
 from rocmdoctor.kb.perf_levels import PERF_DETERMINISM_COMMIT, PERF_LEVELS, lookup
 from rocmdoctor.model import CheckResult, Finding, Fix, Status
 from rocmdoctor.runner import run_one
-from rocmdoctor.snapshot import SnapshotHost
 from tests.helpers import fixture_text, make_snapshot
 
 CHECK = PerfLevelCheck()

@@ -7,9 +7,9 @@ import time
 
 import pytest
 
-from rocmdoctor.tuners import power
-from rocmdoctor.tuners.power_child import ProcessSampler
-from rocmdoctor.tuners.worker import _start_sampler
+from rocmdoctor.tuners.bench import power
+from rocmdoctor.tuners.bench.power_child import ProcessSampler
+from rocmdoctor.tuners.bench.worker import _start_sampler
 
 
 def test_samples_come_from_a_child_process_not_a_thread() -> None:

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from rocmdoctor.checks.amdgpu_driver import GRUB_COMMANDS
 from rocmdoctor.checks.ppfeaturemask import PARAM_FILE, PPFeatureMask
+from rocmdoctor.host.snapshot import SnapshotHost
 from rocmdoctor.kb.ppfeatures import (
     AMDGPU_DRV_C,
     DEFAULT_MASK,
@@ -21,7 +22,6 @@ from rocmdoctor.kb.ppfeatures import (
 )
 from rocmdoctor.model import CheckResult, Finding, Fix, Status
 from rocmdoctor.runner import run_one
-from rocmdoctor.snapshot import SnapshotHost
 from tests.helpers import make_snapshot
 
 CHECK = PPFeatureMask()

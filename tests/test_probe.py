@@ -17,7 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rocmdoctor.host import CommandResult
-from rocmdoctor.probe import (
+from rocmdoctor.host.probe import (
     CHILD_SCRIPT,
     PARTIAL_MARK,
     BackgroundProbe,
@@ -235,7 +235,7 @@ def _probe_children(parent: int) -> list[int]:
 def test_probe_child_dies_with_rocmdoctor(tmp_path: Path) -> None:
     site = _fake_torch(tmp_path / "site", "import time\ntime.sleep(60)\n")
     python = _python_with(tmp_path / "python", site)
-    code = (f"import os, time\nfrom rocmdoctor.probe import make_probe\n"
+    code = (f"import os, time\nfrom rocmdoctor.host.probe import make_probe\n"
             f"make_probe({python!r})\nprint(os.getpid(), flush=True)\ntime.sleep(2)\n"
             f"os._exit(0)\n")
     parent = subprocess.Popen([PY, "-c", code], stdout=subprocess.PIPE, text=True)
@@ -290,8 +290,8 @@ def test_real_probe_on_the_installed_cpu_wheel() -> None:
 @cpu_wheel_only
 def test_real_probe_through_the_live_host_is_a_cpu_build() -> None:
     from rocmdoctor.checks.torch_install import TorchInstall
-    from rocmdoctor.facts import platform_kind
-    from rocmdoctor.livehost import LiveHost
+    from rocmdoctor.facts.platform import platform_kind
+    from rocmdoctor.host.live import LiveHost
     from rocmdoctor.model import Status
 
     host = LiveHost(probe=make_probe(None))
@@ -333,7 +333,7 @@ class _CpuAsGpu:
 
 @pytest.mark.e2e
 def test_smoke_passes_when_the_device_agrees_with_the_cpu() -> None:
-    from rocmdoctor.probe_child import Probe
+    from rocmdoctor.host.probe_child import Probe
 
     result = Probe.smoke(_CpuAsGpu(), 0)
     assert result["ok"] is True and result["error"] is None
@@ -342,7 +342,7 @@ def test_smoke_passes_when_the_device_agrees_with_the_cpu() -> None:
 
 @pytest.mark.e2e
 def test_smoke_fails_on_a_wrong_conv_and_says_by_how_much() -> None:
-    from rocmdoctor.probe_child import Probe
+    from rocmdoctor.host.probe_child import Probe
 
     result = Probe.smoke(_CpuAsGpu(conv_error=0.01), 0)
     assert result["ok"] is False

@@ -3,8 +3,8 @@ from __future__ import annotations
 import json
 
 from rocmdoctor.model import CheckResult, Finding, Fix, Report, Status
-from rocmdoctor.render_json import render_json
-from rocmdoctor.render_terminal import render_terminal
+from rocmdoctor.render.check_json import render_json
+from rocmdoctor.render.terminal import render_terminal
 
 REPORT = Report(
     tool_version="0.1.0",

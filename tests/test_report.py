@@ -10,17 +10,17 @@ from typing import Any
 import pytest
 
 from rocmdoctor.checks.registry import all_checks
+from rocmdoctor.facts.collect_env import ReportFacts, gather
+from rocmdoctor.host.snapshot import SnapshotHost
 from rocmdoctor.model import Report
 from rocmdoctor.redact import Redactor
-from rocmdoctor.render_markdown import (
+from rocmdoctor.render.report import (
     GITHUB_BODY_LIMIT,
     render_markdown,
     render_report_json,
     render_text,
 )
-from rocmdoctor.report_facts import ReportFacts, gather
 from rocmdoctor.runner import run_checks
-from rocmdoctor.snapshot import SnapshotHost
 from tests.helpers import char_dev, fixture_text, make_snapshot
 from tests.test_torch_checks import probe_from_collect_env
 

@@ -1,4 +1,4 @@
-"""rocm-install and the shared fact behind it (rocmdoctor.rocm_version)."""
+"""rocm-install and the shared fact behind it (rocmdoctor.facts.rocm_version)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rocmdoctor.checks.rocm_install import POST_INSTALL, RocmInstallCheck, link_chain
-from rocmdoctor.host import Host
-from rocmdoctor.kb.rocm_support import QUICK_START
-from rocmdoctor.model import CheckResult, Finding, Fix, Status
-from rocmdoctor.rocm_version import (
+from rocmdoctor.facts.rocm_version import (
     RocmInstall,
     all_rocm_installs,
     distro_rocm_evidence,
@@ -20,8 +17,11 @@ from rocmdoctor.rocm_version import (
     parse_version_file,
     parse_version_header,
 )
+from rocmdoctor.host import Host
+from rocmdoctor.host.snapshot import SnapshotHost
+from rocmdoctor.kb.rocm_support import QUICK_START
+from rocmdoctor.model import CheckResult, Finding, Fix, Status
 from rocmdoctor.runner import run_one
-from rocmdoctor.snapshot import SnapshotHost
 from tests.helpers import fixture_text, host_of, make_snapshot
 
 CLASSIC = "rocm-info-version-6.3.4-76-classic-layout.txt"

@@ -7,9 +7,9 @@ from typing import Any
 
 from rocmdoctor.checks.rocm_permissions import CHMOD_DOCS, RocmPermissions
 from rocmdoctor.host import Host
+from rocmdoctor.host.snapshot import SnapshotHost
 from rocmdoctor.model import CheckResult, Finding, Fix, Status
 from rocmdoctor.runner import run_one
-from rocmdoctor.snapshot import SnapshotHost
 from tests.helpers import fixture_text, host_of, make_snapshot
 
 ROOT = "/opt/rocm-6.3.4"

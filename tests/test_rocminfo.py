@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rocmdoctor.gpus import GpuAgent, gpus_from_report, parse_kfd_properties, select
+from rocmdoctor.facts.amd_gpus import GpuAgent, gpus_from_report, parse_kfd_properties, select
+from rocmdoctor.facts.rocminfo import clean, parse_rocminfo, rocminfo_section
 from rocmdoctor.kb import gfx as kb
 from rocmdoctor.kb.rocminfo_failures import diagnose
-from rocmdoctor.rocminfo import clean, parse_rocminfo, rocminfo_section
 from tests.helpers import REAL, fixture_text
 
 CPU, GPU, DSP = "CPU", "GPU", "DSP"

@@ -11,8 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rocmdoctor.host import CommandResult, command_key
-from rocmdoctor.redact import REDACTED, capture_env, looks_secret
-from rocmdoctor.snapshot import (
+from rocmdoctor.host.snapshot import (
     FORMAT,
     SnapshotError,
     SnapshotHost,
@@ -20,6 +19,7 @@ from rocmdoctor.snapshot import (
     load_snapshot,
     save_snapshot,
 )
+from rocmdoctor.redact import REDACTED, capture_env, looks_secret
 from tests.helpers import make_snapshot
 
 

@@ -9,6 +9,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rocmdoctor.facts.topology import (
+    Link,
+    Topology,
+    parse_amd_smi_topology,
+    parse_nvidia_topo,
+    parse_rocm_showtopo,
+    read_topology,
+)
+from rocmdoctor.host.snapshot import SnapshotHost, UnexpectedAccess
 from rocmdoctor.kb.links import (
     A100_PCIE_BRIEF,
     AMD_SMI_BLOG,
@@ -22,15 +31,6 @@ from rocmdoctor.kb.links import (
     LinkRate,
     nominal_rate,
     pcie_x16_per_direction,
-)
-from rocmdoctor.snapshot import SnapshotHost, UnexpectedAccess
-from rocmdoctor.topology import (
-    Link,
-    Topology,
-    parse_amd_smi_topology,
-    parse_nvidia_topo,
-    parse_rocm_showtopo,
-    read_topology,
 )
 from tests.helpers import fixture_text, make_snapshot
 

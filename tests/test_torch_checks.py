@@ -19,10 +19,10 @@ from rocmdoctor.checks.torch_device import TorchDevice
 from rocmdoctor.checks.torch_install import TorchInstall
 from rocmdoctor.checks.torch_rocm_match import TorchRocmMatch
 from rocmdoctor.checks.torchvision_match import TorchvisionMatch
+from rocmdoctor.facts.nvidia_gpus import QUERY_KEY
+from rocmdoctor.host.snapshot import SnapshotHost
 from rocmdoctor.kb import torch_wheels as tw
 from rocmdoctor.model import CheckResult, Finding, Fix, Status
-from rocmdoctor.nvidia import QUERY_KEY
-from rocmdoctor.snapshot import SnapshotHost
 from tests.helpers import char_dev, fixture_text, make_snapshot
 
 GFX1150_ENV = "collect_env-gfx1150-890m-rocm7.2-container-torch2.9.1.txt"
@@ -530,7 +530,7 @@ def test_wheel_newer_than_the_dkms_driver_is_tested_with_warns() -> None:
 
 def test_an_interpreter_that_cannot_run_is_named_not_blamed_on_torch() -> None:
     from rocmdoctor.host import CommandResult
-    from rocmdoctor.probe import interpret
+    from rocmdoctor.host.probe import interpret
 
     probe = interpret("/opt/missing/bin/python",
                       CommandResult(returncode=127, stderr="python: command not found"))

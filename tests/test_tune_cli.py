@@ -13,8 +13,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from rocmdoctor import cli_tune
-from rocmdoctor.cli_tune import Progress, parse_duration, parse_sizes
+from rocmdoctor.cli import tune as cli_tune
+from rocmdoctor.cli.tune import Progress, parse_duration, parse_sizes
 
 
 def _app() -> typer.Typer:

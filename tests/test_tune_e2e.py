@@ -16,7 +16,7 @@ import pytest
 
 pytestmark = pytest.mark.e2e
 
-# `rocmdoctor tune` once rocmdoctor.cli registers it; the module runs the same command alone.
+# `rocmdoctor tune` once rocmdoctor.cli.app registers it; the module runs the same command alone.
 TUNE = [sys.executable, "-m", "rocmdoctor", "tune"]
 WORKLOAD = ["--model", "tinycnn", "--device", "cpu", "--batch-size", "8", "--image-size", "32",
             "--steps", "4", "--warmup", "1"]
@@ -190,8 +190,8 @@ def test_tunableop_trial_tunes_once_then_replays(tmp_path: Path) -> None:
     tune, so no results file appears and the tuning run repeats; the environment of the
     measured run is what matters)."""
     from rocmdoctor.tuners import knobs as kb
+    from rocmdoctor.tuners.bench.spec import BenchSpec
     from rocmdoctor.tuners.search import PlannedKnob, SearchSpace, materialize
-    from rocmdoctor.tuners.spec import BenchSpec
     from rocmdoctor.tuners.tune import TuneOptions, Tuner
 
     knob = kb.knobs_named("tunableop")[0]

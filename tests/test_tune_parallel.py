@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from rocmdoctor.cli_tune import parse_gpus
+from rocmdoctor.cli.tune import parse_gpus
+from rocmdoctor.tuners.bench.spec import BenchSpec
 from rocmdoctor.tuners.knobs import Platform
-from rocmdoctor.tuners.spec import BenchSpec
 from rocmdoctor.tuners.tune import TuneError, TuneOptions, Tuner
 
 TUNE = [sys.executable, "-m", "rocmdoctor", "tune"]
@@ -230,7 +230,7 @@ def test_cancel_kills_a_running_child_and_raises_ctrl_c() -> None:
     import threading
     import time
 
-    from rocmdoctor.tuners.child import _LIVE, run_bench_child
+    from rocmdoctor.tuners.bench.child import _LIVE, run_bench_child
 
     cancel = threading.Event()
     spec = BenchSpec(model="tinycnn", device="cpu", batch_size=8, image_size=16,

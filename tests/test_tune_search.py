@@ -11,8 +11,8 @@ import pytest
 from optuna.trial import TrialState
 
 from rocmdoctor.tuners import search as se
+from rocmdoctor.tuners.bench.spec import BenchSpec
 from rocmdoctor.tuners.knobs import Platform
-from rocmdoctor.tuners.spec import BenchSpec
 from rocmdoctor.tuners.tune import trial_dict
 
 CPU = Platform(kind="cpu", torch="2.13.0+cpu", device="cpu", cpu_count=4, torch_threads=4)

@@ -13,10 +13,10 @@ from rocmdoctor.checks.visible_devices import (
     VisibleDevices,
     nvidia_gpus,
 )
-from rocmdoctor.gpus import KFD_NODES
+from rocmdoctor.facts.amd_gpus import KFD_NODES
+from rocmdoctor.host.snapshot import SnapshotHost
 from rocmdoctor.model import CheckResult, Finding, Fix, Status
 from rocmdoctor.runner import run_one
-from rocmdoctor.snapshot import SnapshotHost
 from tests.helpers import fixture_text, make_snapshot
 
 CHECK = VisibleDevices()

@@ -13,7 +13,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
-from rocmdoctor.tuners.spec import BenchSpec
+from rocmdoctor.tuners.bench.spec import BenchSpec
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 NOT_EXPORTED = ("ROCMDOCTOR_TEST_FAULT",)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional
 
 from rocmdoctor.tuners import knobs as kb
-from rocmdoctor.tuners.spec import BenchSpec
+from rocmdoctor.tuners.bench.spec import BenchSpec
 
 if TYPE_CHECKING:
     import optuna

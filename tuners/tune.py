@@ -31,9 +31,9 @@ from typing import TYPE_CHECKING, Any, Callable, Optional
 from rocmdoctor import __version__
 from rocmdoctor.tuners import confirm as cf
 from rocmdoctor.tuners import search as se
-from rocmdoctor.tuners.child import TrialOutcome, run_bench_child
+from rocmdoctor.tuners.bench.child import TrialOutcome, run_bench_child
+from rocmdoctor.tuners.bench.spec import BenchSpec
 from rocmdoctor.tuners.knobs import Platform, ProbeError, environment_warnings, probe_platform
-from rocmdoctor.tuners.spec import BenchSpec
 
 if TYPE_CHECKING:
     import optuna
@@ -339,7 +339,7 @@ class Tuner:
     @staticmethod
     def _join(ended: list[threading.Event], within_s: float = 20.0) -> None:
         """Let the threads record their trials, then kill any child still running."""
-        from rocmdoctor.tuners.child import kill_all
+        from rocmdoctor.tuners.bench.child import kill_all
 
         _wait_all(ended, time.monotonic() + within_s)
         kill_all()

@@ -1,6 +1,6 @@
 """PyTorch's caching-allocator settings as data: variables, options, and when they are ignored.
 
-Every entry names its source. The parser that mirrors torch's own (`rocmdoctor.allocconf`)
+Every entry names its source. The parser that mirrors torch's own (`rocmdoctor.facts.alloc_conf`)
 reads the option table; the `allocator-config` check reads the rest.
 """
 
@@ -71,7 +71,7 @@ def precedence_for(torch_version: Optional[Version]) -> Precedence:
 @dataclass(frozen=True)
 class AllocOption:
     name: str
-    kind: str  # how torch parses the value; rocmdoctor.allocconf implements each kind
+    kind: str  # how torch parses the value; rocmdoctor.facts.alloc_conf implements each kind
     scope: str  # "generic": AcceleratorAllocatorConfig; "device": CUDAAllocatorConfig only
     valid: str  # what torch accepts, in words
     effect: str

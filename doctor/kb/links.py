@@ -1,7 +1,7 @@
 """Nominal GPU-to-GPU link rates, per direction, as data.
 
 `nominal_rate(link, gpu_name)` answers what one pair of GPUs can move in one direction over the
-link `rocmdoctor.topology` found between them, from the vendor's own figures. Where the vendor
+link `rocmdoctor.facts.topology` found between them, from the vendor's own figures. Where the vendor
 gives a per-GPU aggregate, `what` says how the per-pair figure follows from it. A GPU, link kind
 or PCIe generation that is not in these tables gets None: no guessing.
 
@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
-from rocmdoctor.topology import NVLINK, PCIE, XGMI, Link
+from rocmdoctor.facts.topology import NVLINK, PCIE, XGMI, Link
 
 # NVIDIA's own MLPerf system descriptions (submitter NVIDIA): "18x 4th Gen NVLink, 900GB/s",
 # "accelerator_host_interconnect": "PCIe Gen5 x16".

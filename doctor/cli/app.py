@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING, Optional
 import typer
 
 from rocmdoctor import __version__
-from rocmdoctor.cli_common import fail, new_app
+from rocmdoctor.cli.common import fail, new_app
 
 if TYPE_CHECKING:
     from rocmdoctor.host import Host
-    from rocmdoctor.livehost import LiveHost
+    from rocmdoctor.host.live import LiveHost
     from rocmdoctor.model import Report
 
 app = new_app("Diagnose and tune PyTorch training on AMD ROCm (and NVIDIA CUDA) machines.",
@@ -48,7 +48,7 @@ def _root(
 
 def _make_host(from_file: Optional[str], timeout: float, python: Optional[str],
                probe_now: bool = True) -> Host:
-    from rocmdoctor.snapshot import SnapshotError, SnapshotHost, load_snapshot
+    from rocmdoctor.host.snapshot import SnapshotError, SnapshotHost, load_snapshot
 
     if from_file is not None:
         try:
@@ -61,11 +61,11 @@ def _make_host(from_file: Optional[str], timeout: float, python: Optional[str],
 def _live_host(timeout: float, python: Optional[str], probe_now: bool = True) -> LiveHost:
     import shutil
 
-    from rocmdoctor.livehost import LiveHost
+    from rocmdoctor.host.live import LiveHost
 
     if python is not None and shutil.which(python) is None:
         raise fail(f"--python {python}: no such interpreter (or it is not executable)")
-    from rocmdoctor.probe import make_probe, run_probe
+    from rocmdoctor.host.probe import make_probe, run_probe
 
     if probe_now:  # the child imports torch while the machine checks run
         return LiveHost(command_timeout=timeout, probe=make_probe(python))
@@ -140,7 +140,7 @@ def check(
         import os
         import platform
 
-        from rocmdoctor.machine_facts import expand_output_pattern
+        from rocmdoctor.facts.machine import expand_output_pattern
 
         try:
             output = expand_output_pattern(output, os.environ, platform.node())
@@ -150,13 +150,13 @@ def check(
     host = _make_host(from_file, timeout, python, probe_now=probe)
     report = _run_report(host, only_ids, skip_ids, opt_in)
     if json_out:
-        from rocmdoctor.machine_facts import machine_facts
-        from rocmdoctor.render_json import render_json
+        from rocmdoctor.facts.machine import machine_facts
+        from rocmdoctor.render.check_json import render_json
 
         machine = machine_facts(host, report.platform, probe=probe or from_file is not None)
         _write_output(render_json(report, machine), output)
     else:
-        from rocmdoctor.render_terminal import render_terminal
+        from rocmdoctor.render.terminal import render_terminal
 
         if output is None:
             import shutil
@@ -182,9 +182,9 @@ def snapshot(
     ),
 ) -> None:
     """Capture everything `check` reads, to replay it elsewhere with `check --from`."""
-    from rocmdoctor.render_terminal import summary_line
-    from rocmdoctor.report_facts import gather
-    from rocmdoctor.snapshot import build_snapshot, save_snapshot
+    from rocmdoctor.facts.collect_env import gather
+    from rocmdoctor.host.snapshot import build_snapshot, save_snapshot
+    from rocmdoctor.render.terminal import summary_line
 
     host = _live_host(timeout, python)
     report = _run_report(host, [], [], opt_in=collectives)
@@ -226,9 +226,9 @@ def report(
         raise fail(f"unknown --format {fmt!r} (choose markdown, text or json)")
     if snapshot_out is not None and from_file is not None:
         raise fail("--snapshot needs a live run; it cannot be combined with --from")
+    from rocmdoctor.facts.collect_env import gather
     from rocmdoctor.redact import Redactor
-    from rocmdoctor.render_markdown import render_markdown, render_report_json, render_text
-    from rocmdoctor.report_facts import gather
+    from rocmdoctor.render.report import render_markdown, render_report_json, render_text
 
     host = _make_host(from_file, timeout, python)
     result = _run_report(host, [], [], opt_in=collectives)
@@ -241,8 +241,8 @@ def report(
         enabled=not no_redact,
     )
     if snapshot_out is not None:
-        from rocmdoctor.livehost import LiveHost
-        from rocmdoctor.snapshot import build_snapshot, save_snapshot
+        from rocmdoctor.host.live import LiveHost
+        from rocmdoctor.host.snapshot import build_snapshot, save_snapshot
 
         assert isinstance(host, LiveHost)  # --snapshot with --from was refused above
         try:
@@ -261,10 +261,10 @@ def report(
 
 def _register_commands() -> None:
     # Each module imports typer and its own light modules only; torch stays in the children.
-    from rocmdoctor.cli_bench import bench_command, compare_command
-    from rocmdoctor.cli_explain import explain_command
-    from rocmdoctor.cli_fleet import fleet_app
-    from rocmdoctor.cli_tune import tune_command
+    from rocmdoctor.cli.bench import bench_command, compare_command
+    from rocmdoctor.cli.explain import explain_command
+    from rocmdoctor.cli.fleet import fleet_app
+    from rocmdoctor.cli.tune import tune_command
 
     app.command("explain")(explain_command)
     app.command("bench")(bench_command)

@@ -1,6 +1,6 @@
-"""`rocmdoctor bench` and `rocmdoctor compare` (registered by rocmdoctor.cli).
+"""`rocmdoctor bench` and `rocmdoctor compare` (registered by rocmdoctor.cli.app).
 
-The measurement runs in a child process (rocmdoctor.tuners.child), so environment settings
+The measurement runs in a child process (rocmdoctor.tuners.bench.child), so environment settings
 apply and a crash, hang or out-of-memory cannot take the CLI down. Progress goes to stderr,
 the result table to stdout. Exit codes: 0 measured, 1 the run failed (crash, timeout, out of
 memory), 2 bad usage or no GPU. Nothing here imports torch.
@@ -15,8 +15,8 @@ from typing import Any, Optional
 
 import typer
 
-from rocmdoctor.cli_common import fail as _fail
-from rocmdoctor.tuners.spec import SETTINGS, BenchSpec
+from rocmdoctor.cli.common import fail as _fail
+from rocmdoctor.tuners.bench.spec import SETTINGS, BenchSpec
 
 
 def parse_settings(pairs: Optional[list[str]]) -> dict[str, Any]:
@@ -67,7 +67,7 @@ def bench_command(
     python: Optional[str] = typer.Option(None, "--python", help="The Python to train with."),
 ) -> None:
     """Measure training throughput on synthetic data, honestly (warm-up excluded)."""
-    from rocmdoctor.tuners.child import run_bench_child
+    from rocmdoctor.tuners.bench.child import run_bench_child
 
     try:
         spec = BenchSpec(model=model, batch_size=batch_size, precision=precision,
@@ -95,7 +95,7 @@ def bench_command(
         if tail:
             typer.echo(tail, err=True)
         raise _fail(f"the benchmark {outcome.state}: {outcome.message}", 1)
-    from rocmdoctor.tuners.report import render_result
+    from rocmdoctor.tuners.bench.render import render_result
 
     sys.stdout.write(render_result(outcome.result, width=_width(), color=sys.stdout.isatty()))
     if json_file:
@@ -106,7 +106,7 @@ def _after_oom(spec: BenchSpec, timeout: float, python: Optional[str]) -> str:
     """Halve the batch in fresh processes until one fits; the message says which."""
     import dataclasses
 
-    from rocmdoctor.tuners.maxbatch import child_runner, find_max_batch
+    from rocmdoctor.tuners.bench.maxbatch import child_runner, find_max_batch
 
     head = f"out of memory at batch {spec.batch_size}"
     if spec.batch_size == 1:
@@ -124,8 +124,8 @@ def _after_oom(spec: BenchSpec, timeout: float, python: Optional[str]) -> str:
 
 
 def _max_batch(spec: BenchSpec, timeout: float, python: Optional[str]) -> int:
-    from rocmdoctor.tuners.child import TrialOutcome
-    from rocmdoctor.tuners.maxbatch import child_runner, find_max_batch
+    from rocmdoctor.tuners.bench.child import TrialOutcome
+    from rocmdoctor.tuners.bench.maxbatch import child_runner, find_max_batch
 
     def report(batch: int, outcome: TrialOutcome) -> None:
         typer.echo(f"  batch {batch}: {outcome.state}", err=True)
@@ -215,7 +215,7 @@ def compare_command(
                                  help="Also show published figures for the same GPU and model."),
 ) -> None:
     """Compare bench results side by side, with differences against the first."""
-    from rocmdoctor.tuners.compare import (
+    from rocmdoctor.tuners.bench.compare import (
         CompareError,
         label_of,
         load_result,

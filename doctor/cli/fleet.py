@@ -1,4 +1,4 @@
-"""`rocmdoctor fleet summarize` (registered by rocmdoctor.cli): one view of many nodes.
+"""`rocmdoctor fleet summarize` (registered by rocmdoctor.cli.app): one view of many nodes.
 
 Collect `rocmdoctor check --json` from every node (docs/fleet.md: srun, an ssh loop), then
 summarize the files. A file that cannot be used is one line on stderr and the rest go on.
@@ -13,8 +13,8 @@ from typing import Optional
 
 import typer
 
-from rocmdoctor.cli_common import fail as _fail
-from rocmdoctor.cli_common import new_app
+from rocmdoctor.cli.common import fail as _fail
+from rocmdoctor.cli.common import new_app
 
 fleet_app = new_app("Views over many nodes' `rocmdoctor check --json` reports.")
 
@@ -28,7 +28,7 @@ def summarize_command(
 ) -> None:
     """Group nodes by versions, name the odd ones out, and show every node's checks."""
     from rocmdoctor.fleet import FleetInputError, load_report, summarize
-    from rocmdoctor.fleet_render import RENDERERS
+    from rocmdoctor.render.fleet import RENDERERS
 
     render = RENDERERS.get(fmt)
     if render is None:

@@ -1,4 +1,4 @@
-"""`rocmdoctor tune`: the command line. Registered in rocmdoctor.cli as `tune`.
+"""`rocmdoctor tune`: the command line. Registered in rocmdoctor.cli.app as `tune`.
 
 Options are parsed here, the work is done by rocmdoctor.tuners.tune (imported inside the
 command, so `--help` imports neither optuna nor torch). Progress goes to stderr, the final
@@ -16,8 +16,8 @@ from typing import Any, Optional, TextIO
 
 import typer
 
-from rocmdoctor.cli_common import fail as _fail
-from rocmdoctor.tuners.spec import BenchSpec
+from rocmdoctor.cli.common import fail as _fail
+from rocmdoctor.tuners.bench.spec import BenchSpec
 from rocmdoctor.tuners.tune import changes_text
 
 INSTALL_HINT = "pip install 'rocmdoctor[tune]'"
@@ -232,7 +232,7 @@ def tune_command(
 
 
 def main() -> None:
-    """`python -m rocmdoctor.cli_tune`: the command on its own (rocmdoctor.cli registers it as
+    """`python -m rocmdoctor.cli.tune`: the command on its own (rocmdoctor.cli.app registers it as
     `rocmdoctor tune`)."""
     app = typer.Typer(add_completion=False, pretty_exceptions_enable=False,
                       rich_markup_mode=None)

@@ -2,8 +2,8 @@
 
 Everything a check learns about the machine comes through a `Host`: run a command (with a
 timeout), read a file, stat a path, list a folder, glob, the environment, the user, platform
-facts and the Python probe. `LiveHost` (in `rocmdoctor.livehost`) does it for real and
-records what it read; `SnapshotHost` (in `rocmdoctor.snapshot`) answers from a snapshot and
+facts and the Python probe. `LiveHost` (in `rocmdoctor.host.live`) does it for real and
+records what it read; `SnapshotHost` (in `rocmdoctor.host.snapshot`) answers from a snapshot and
 from nothing else. Checks never call subprocess, open or os.environ themselves.
 """
 

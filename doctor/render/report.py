@@ -10,13 +10,13 @@ import json
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from rocmdoctor.facts.collect_env import RawSection, ReportFacts
+from rocmdoctor.facts.machine import amdgpu_version as _amdgpu_version
+from rocmdoctor.facts.machine import nvidia_driver_version as _nvidia_version
 from rocmdoctor.host import Host
-from rocmdoctor.machine_facts import amdgpu_version as _amdgpu_version
-from rocmdoctor.machine_facts import nvidia_driver_version as _nvidia_version
 from rocmdoctor.model import Report, Status
 from rocmdoctor.redact import Redactor, redact_tree
-from rocmdoctor.render_json import report_to_dict
-from rocmdoctor.report_facts import RawSection, ReportFacts
+from rocmdoctor.render.check_json import report_to_dict
 
 GITHUB_BODY_LIMIT = 65536  # characters in a GitHub issue body
 MARK = {Status.PASS: "✅", Status.WARN: "⚠️", Status.FAIL: "❌", Status.SKIP: "➖",
@@ -51,8 +51,8 @@ def _torch_line(probe: Optional[dict[str, Any]]) -> tuple[str, str]:
 
 
 def build_header(host: Host, facts: ReportFacts, report: Report) -> Header:
-    from rocmdoctor.gpus import amd_gpus
-    from rocmdoctor.rocm_version import installed_rocm
+    from rocmdoctor.facts.amd_gpus import amd_gpus
+    from rocmdoctor.facts.rocm_version import installed_rocm
 
     plat = host.platform
     probe = host.python()

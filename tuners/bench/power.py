@@ -50,7 +50,7 @@ class PowerSource(ABC):
         return None
 
     def spawn_args(self) -> Optional[list[str]]:
-        """Arguments for `python -m rocmdoctor.tuners.power_child` that open the same source
+        """Arguments for `python -m rocmdoctor.tuners.bench.power_child` that open the same source
         in another process, or None when it cannot be rebuilt there (a handle from torch)."""
         return None
 

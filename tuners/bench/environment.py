@@ -11,7 +11,7 @@ import platform
 from typing import Any, Callable, Optional
 
 from rocmdoctor.redact import looks_secret
-from rocmdoctor.tuners.spec import BenchSpec
+from rocmdoctor.tuners.bench.spec import BenchSpec
 
 # Environment variables recorded with every result: the GPU runtime's knobs.
 KNOB_PREFIXES = (

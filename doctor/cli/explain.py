@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
-from rocmdoctor.cli_common import fail as _fail
+from rocmdoctor.cli.common import fail as _fail
 
 if TYPE_CHECKING:
     from rocmdoctor.host import Host
@@ -41,15 +41,15 @@ def _read_text(text: Optional[str], file: Optional[str]) -> str:
 
 
 def _host(from_file: Optional[str]) -> Host:
-    from rocmdoctor.snapshot import SnapshotError, SnapshotHost, load_snapshot
+    from rocmdoctor.host.snapshot import SnapshotError, SnapshotHost, load_snapshot
 
     if from_file is not None:
         try:
             return SnapshotHost(load_snapshot(from_file))
         except SnapshotError as exc:
             raise _fail(str(exc)) from None
-    from rocmdoctor.livehost import LiveHost
-    from rocmdoctor.probe import make_probe
+    from rocmdoctor.host.live import LiveHost
+    from rocmdoctor.host.probe import make_probe
 
     def probe() -> Optional[dict[str, Any]]:
         started = make_probe(None)  # the child starts here, only when an answer needs torch

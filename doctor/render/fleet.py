@@ -18,8 +18,8 @@ from rocmdoctor.fleet import (
     reference_label,
 )
 from rocmdoctor.model import Fix, Status
-from rocmdoctor.render_markdown import MARK
-from rocmdoctor.render_terminal import MARKS
+from rocmdoctor.render.report import MARK
+from rocmdoctor.render.terminal import MARKS
 
 LABELS = {"gpus": "GPUs", "rocm": "ROCm", "amdgpu_driver": "amdgpu",
           "nvidia_driver": "NVIDIA driver", "torch": "torch", "torchvision": "torchvision"}

@@ -3,7 +3,7 @@
 A sampling thread in the benchmark process shares its interpreter lock: on an H200, ResNet-50
 compiled at batch 128 (a host-bound step) ran 1.4-17 % slower with the thread than without it
 in four interleaved pairs (docs/benchmarks.md, sessions 5 and 6). Here a child process
-(`python -m rocmdoctor.tuners.power_child KIND ...`) opens the same source, prints `ready`,
+(`python -m rocmdoctor.tuners.bench.power_child KIND ...`) opens the same source, prints `ready`,
 samples until it is sent SIGTERM, then prints every sample as one JSON line and exits. The
 parent reads the hardware energy counter itself at start and stop (two calls).
 
@@ -25,7 +25,7 @@ import time
 from collections.abc import Sequence
 from typing import Any, Optional
 
-from rocmdoctor.tuners import power
+from rocmdoctor.tuners.bench import power
 
 READY = "ready"
 START_TIMEOUT_S = 15.0
@@ -82,7 +82,7 @@ class ProcessSampler:
         if args is None:
             raise ValueError(f"the {source.name} source cannot be opened in another process")
         self.source = source
-        self.argv = [python or sys.executable, "-m", "rocmdoctor.tuners.power_child", *args,
+        self.argv = [python or sys.executable, "-m", "rocmdoctor.tuners.bench.power_child", *args,
                      "--hz", str(hz)]
         self._proc: Optional[subprocess.Popen[str]] = None
         self._energy0: Optional[float] = None

@@ -2,7 +2,7 @@
 
 Built-in workloads (images/s for the vision models, tokens/s for gpt2):
   resnet50, vit_b_16  torchvision's model when torchvision imports, else the identical
-                      in-package definition (rocmdoctor.tuners.models); SGD momentum 0.9
+                      in-package definition (rocmdoctor.tuners.bench.models); SGD momentum 0.9
   gpt2                GPT-2-small-like causal LM, next-token cross-entropy, AdamW
   tinycnn             a tiny CNN for tests
 A user workload is "pkg.module:factory": `factory(spec)` returns a `Workload`, or a tuple
@@ -22,8 +22,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from rocmdoctor.tuners import models
-from rocmdoctor.tuners.spec import BenchSpec
+from rocmdoctor.tuners.bench import models
+from rocmdoctor.tuners.bench.spec import BenchSpec
 
 MakeBatch = Callable[[int, torch.device], tuple[Any, Any]]
 LossFn = Callable[[Any, Any], torch.Tensor]
@@ -62,7 +62,7 @@ def build_workload(spec: BenchSpec) -> Workload:
         return _gpt2(spec)
     if spec.model == "tinycnn":
         return Workload(models.tiny_cnn(), _image_batch(spec.image_size, 10), F.cross_entropy,
-                        unit="images", source="rocmdoctor.tuners.models")
+                        unit="images", source="rocmdoctor.tuners.bench.models")
     return _user(spec.model, spec)
 
 
@@ -91,7 +91,7 @@ def _vision(spec: BenchSpec) -> Workload:
         last = (str(exc).strip().splitlines() or [""])[-1]
         notes.append(f"torchvision unusable ({type(exc).__name__}: {last}); "
                      "used the identical in-package definition")
-        source = "rocmdoctor.tuners.models"
+        source = "rocmdoctor.tuners.bench.models"
     if model is None:
         model = models.resnet50() if spec.model == "resnet50" else models.vit_b_16(
             image_size=spec.image_size)
@@ -112,7 +112,7 @@ def _gpt2(spec: BenchSpec) -> Workload:
 
     return Workload(models.gpt2_small(seq), make, loss, unit="tokens", units_per_sample=seq,
                     optimizer=adamw, optimizer_name="AdamW(lr=1e-4)",
-                    source="rocmdoctor.tuners.models (GPT-2 small shape)")
+                    source="rocmdoctor.tuners.bench.models (GPT-2 small shape)")
 
 
 def _user(path: str, spec: BenchSpec) -> Workload:

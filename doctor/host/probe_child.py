@@ -1,7 +1,7 @@
 """The probe child: run by the Python that will train; prints one JSON object on stdout.
 
 Standard library and torch only, so an interpreter without rocmdoctor installed can run it
-by path. rocmdoctor's `rocmdoctor.probe` starts it with a timeout and reads the result (the
+by path. rocmdoctor's `rocmdoctor.host.probe` starts it with a timeout and reads the result (the
 snapshot contract's `python` section). Progress goes to stderr as `ROCMDOCTOR_PROBE_PARTIAL`
 lines, so that a crash or a hang still tells how far it got.
 

@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from rocmdoctor.facts.rocminfo import ANSI
 from rocmdoctor.host import CommandResult, Host
-from rocmdoctor.rocminfo import ANSI
 
 # The SMI to show: amd-smi where it exists, else rocm-smi; nvidia-smi on NVIDIA machines.
 AMD_SMI_COMMANDS = (("amd-smi", "version"), ("amd-smi", "static"))
@@ -95,7 +95,7 @@ def gather(host: Host) -> ReportFacts:
     """Collect the report's raw facts once per host."""
 
     def compute() -> ReportFacts:
-        from rocmdoctor.facts import platform_kind
+        from rocmdoctor.facts.platform import platform_kind
 
         kind = platform_kind(host)
         smi: list[RawSection] = []

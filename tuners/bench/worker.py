@@ -1,6 +1,6 @@
-"""The benchmark child process: `python -m rocmdoctor.tuners.worker` reads a BenchSpec as JSON
+"""The benchmark child process: `python -m rocmdoctor.tuners.bench.worker` reads a BenchSpec as JSON
 on stdin, trains on synthetic data and prints JSON-line events on stdout (protocol in
-rocmdoctor.tuners.child). Exit codes: 0 result, 2 bad spec / no GPU, 3 out of memory,
+rocmdoctor.tuners.bench.child). Exit codes: 0 result, 2 bad spec / no GPU, 3 out of memory,
 1 anything else (traceback on stderr).
 
 Method: warm-up steps are timed one by one with a sync after each (the first includes MIOpen
@@ -25,20 +25,20 @@ import time
 from typing import IO, TYPE_CHECKING, Any, Callable, Optional, Union
 
 from rocmdoctor import __version__
-from rocmdoctor.tuners.environment import (
+from rocmdoctor.kb.peaks import peak_for
+from rocmdoctor.tuners.bench.environment import (
     amdsmi_handle,
     apply_settings,
     device_info,
     effective_flags,
     knob_env,
 )
-from rocmdoctor.tuners.metrics import noise_warning, step_stats, window_sizes
-from rocmdoctor.tuners.peaks import peak_for
-from rocmdoctor.tuners.spec import BenchSpec
+from rocmdoctor.tuners.bench.metrics import noise_warning, step_stats, window_sizes
+from rocmdoctor.tuners.bench.spec import BenchSpec
 
 if TYPE_CHECKING:
-    from rocmdoctor.tuners import power
-    from rocmdoctor.tuners.power_child import ProcessSampler
+    from rocmdoctor.tuners.bench import power
+    from rocmdoctor.tuners.bench.power_child import ProcessSampler
 
 SCHEMA = "rocmdoctor.bench/1"
 EXIT_ERROR, EXIT_OOM = 2, 3
@@ -108,8 +108,8 @@ def run(spec: BenchSpec, emit: Callable[[dict[str, Any]], None], fault: str) -> 
     started = time.monotonic()
     import torch
 
-    from rocmdoctor.tuners import flops, power
-    from rocmdoctor.tuners.workloads import WorkloadError, build_workload
+    from rocmdoctor.tuners.bench import flops, power
+    from rocmdoctor.tuners.bench.workloads import WorkloadError, build_workload
 
     device = _pick_device(torch, spec.device)
     applied, unsupported = apply_settings(torch, spec)
@@ -253,8 +253,8 @@ def _start_sampler(source: Optional[power.PowerSource], reasons: list[str],
     """Sample power from a separate process where the source can be opened there, so this
     process runs no sampling thread during the measurement (tuners/power_child.py says why);
     otherwise (amdsmi, nvidia-smi, or a child that does not start) from a thread here."""
-    from rocmdoctor.tuners import power
-    from rocmdoctor.tuners.power_child import ProcessSampler
+    from rocmdoctor.tuners.bench import power
+    from rocmdoctor.tuners.bench.power_child import ProcessSampler
 
     if source is not None and source.spawn_args() is not None:
         sampler = ProcessSampler(source, hz=hz)

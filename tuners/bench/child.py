@@ -1,6 +1,6 @@
 """Parent side of a benchmark trial: run the worker in a child process and classify the end.
 
-A trial is an environment patch plus a spec, run as `python -m rocmdoctor.tuners.worker` with
+A trial is an environment patch plus a spec, run as `python -m rocmdoctor.tuners.bench.worker` with
 its own `env=` (allocator, MIOpen and TunableOp variables are read once at process start, so a
 fresh process per trial is the only honest way to vary them). The parent's os.environ is never
 touched. A crash, hang, out-of-memory or prune is a recorded state with the tail of stderr,
@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import IO, Any, Callable, Optional
 
-from rocmdoctor.tuners.spec import BenchSpec
+from rocmdoctor.tuners.bench.spec import BenchSpec
 
 STATES = ("ok", "oom", "crashed", "timeout", "pruned", "error")
 STDERR_TAIL_LINES = 40
@@ -61,7 +61,7 @@ class TrialOutcome:
 
 
 def worker_argv(python: Optional[str] = None) -> list[str]:
-    return [python or sys.executable, "-m", "rocmdoctor.tuners.worker"]
+    return [python or sys.executable, "-m", "rocmdoctor.tuners.bench.worker"]
 
 
 def run_bench_child(

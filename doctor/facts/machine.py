@@ -38,8 +38,8 @@ def amdgpu_version(host: Host) -> str:
 
 def nvidia_driver_version(host: Host) -> Optional[str]:
     """The NVIDIA driver version nvidia-smi reports, None on machines without NVIDIA signs."""
-    from rocmdoctor.facts import nvidia_signals
-    from rocmdoctor.nvidia import nvidia_gpus
+    from rocmdoctor.facts.nvidia_gpus import nvidia_gpus
+    from rocmdoctor.facts.platform import nvidia_signals
 
     if not nvidia_signals(host):
         return None
@@ -126,13 +126,13 @@ def gpu_list(host: Host, platform: str, probe: Optional[Mapping[str, Any]]) -> l
     """'gfx942 AMD Instinct MI300X' per AMD GPU (rocminfo / KFD), 'sm_90 NVIDIA H200' per
     NVIDIA GPU (nvidia-smi), else what torch saw; only from inventories already taken."""
     if platform == "rocm" and _computed(host, "gpus:amd"):
-        from rocmdoctor.gpus import amd_gpus, describe
+        from rocmdoctor.facts.amd_gpus import amd_gpus, describe
 
         amd = [describe(g) for g in amd_gpus(host).gpus]
         if amd:
             return amd
     if platform == "cuda" and _computed(host, "nvidia:gpus"):
-        from rocmdoctor.nvidia import nvidia_gpus
+        from rocmdoctor.facts.nvidia_gpus import nvidia_gpus
 
         nvidia = [f"{g.sm} {g.name}" if g.sm else g.name for g in nvidia_gpus(host).gpus]
         if nvidia:
@@ -144,9 +144,9 @@ def machine_facts(host: Host, platform: str, probe: bool = True) -> dict[str, An
     """The `machine` object of `check --json`. `probe=False` when the run did not start the
     Python probe (then the Python/torch fields are null). Never raises: a fact that cannot
     be had is null."""
-    from rocmdoctor.facts import kernel_release
-    from rocmdoctor.report_facts import os_pretty_name
-    from rocmdoctor.rocm_version import installed_rocm
+    from rocmdoctor.facts.collect_env import os_pretty_name
+    from rocmdoctor.facts.platform import kernel_release
+    from rocmdoctor.facts.rocm_version import installed_rocm
 
     out: dict[str, Any] = dict.fromkeys(MACHINE_FIELDS)
     out["gpus"] = []

@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from rocmdoctor.tuners.child import TrialOutcome, run_bench_child
-from rocmdoctor.tuners.spec import BenchSpec
+from rocmdoctor.tuners.bench.child import TrialOutcome, run_bench_child
+from rocmdoctor.tuners.bench.spec import BenchSpec
 
 Runner = Callable[[BenchSpec], TrialOutcome]
 

@@ -18,11 +18,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Optional
 
+from rocmdoctor.facts.rocminfo import RocmAgent, RocminfoReport, parse_rocminfo
 from rocmdoctor.host import CommandResult, Host
 from rocmdoctor.kb import gfx as kb
 from rocmdoctor.kb.rocminfo_failures import diagnose
 from rocmdoctor.model import Fix
-from rocmdoctor.rocminfo import RocmAgent, RocminfoReport, parse_rocminfo
 
 KFD_NODES = "/sys/class/kfd/kfd/topology/nodes"
 OVERRIDE_VAR = "HSA_OVERRIDE_GFX_VERSION"

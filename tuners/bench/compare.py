@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-from rocmdoctor.tuners.report import get, gib, num, pct, strip_lines
+from rocmdoctor.tuners.bench.render import get, gib, num, pct, strip_lines
 
 SCHEMA = "rocmdoctor.bench/1"
 

@@ -77,7 +77,7 @@ def peak_for(device_name: str, precision: str) -> PeakLookup:
     peak = next((p for p in PEAKS if re.search(p.pattern, device_name, re.I)), None)
     if peak is None:
         return PeakLookup(None, None, None, f"no peak figure for {device_name!r} in "
-                          "rocmdoctor.tuners.peaks")
+                          "rocmdoctor.kb.peaks")
     if precision in peak.tflops:
         return PeakLookup(peak, precision, peak.tflops[precision], None)
     if precision == "tf32" and "fp32" in peak.tflops:

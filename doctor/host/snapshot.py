@@ -21,7 +21,7 @@ from rocmdoctor.host import (
     UserInfo,
     command_key,
 )
-from rocmdoctor.livehost import LiveHost
+from rocmdoctor.host.live import LiveHost
 from rocmdoctor.redact import REDACTED, capture_env, redact_snapshot
 
 FORMAT = "rocmdoctor-snapshot/1"

@@ -1,0 +1,1 @@
+"""The benchmark: one measured training run in a child process (spec, child, worker)."""
