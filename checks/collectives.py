@@ -39,6 +39,7 @@ def _size(n: int) -> str:
 
 class Collectives(Check):
     id = "collectives"
+    depends = ("torch-device",)
     title = "Collectives between GPUs (all-reduce, peer-to-peer)"
     source = NCCL_TESTS_PERF
     uses_python = True

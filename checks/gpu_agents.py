@@ -73,6 +73,7 @@ def inventory_summary(gpus: tuple[GpuAgent, ...]) -> str:
 
 class GpuAgents(Check):
     id = "gpu-agents"
+    depends = ("kfd-access",)
     title = "GPU agents (rocminfo)"
     source = ROCMINFO_DOC
 

@@ -69,6 +69,7 @@ def _plural(n: int) -> str:
 
 class KfdAccess(Check):
     id = "kfd-access"
+    depends = ("amdgpu-driver",)
     title = "GPU device access (/dev/kfd, /dev/dri)"
     source = PREREQUISITES
 

@@ -36,6 +36,7 @@ def amd_level_files(host: Host) -> list[tuple[str, str]]:
 
 class PerfLevelCheck(Check):
     id = "perf-level"
+    depends = ("amdgpu-driver",)
     title = "GPU performance level"
     source = THERMAL_DOC
 

@@ -35,6 +35,7 @@ def _problem(info: PathInfo, need_exec: bool) -> Optional[str]:
 
 class RocmPermissions(Check):
     id = "rocm-permissions"
+    depends = ("rocm-install",)
     title = "ROCm files readable and not world-writable"
     source = CHMOD_DOCS
 

@@ -82,6 +82,7 @@ def cuda_support(target: str, arch_list: list[str]) -> Optional[str]:
 
 class TorchArchSupport(Check):
     id = "torch-arch-support"
+    depends = ("torch-install",)
     uses_python = True
     title = "GPU targets compiled into torch"
     source = "https://github.com/pytorch/pytorch/blob/main/torch/cuda/__init__.py"

@@ -55,6 +55,7 @@ def expected_gpus(host: Host, kind: str) -> tuple[list[str], str, list[str]]:
 
 class TorchDevice(Check):
     id = "torch-device"
+    depends = ("torch-install", "kfd-access", "nvidia-driver")
     uses_python = True
     title = "torch sees the GPUs, and computes correctly on each"
     source = HIP_VISIBILITY

@@ -40,6 +40,7 @@ def _minor(version: str) -> tuple[int, ...]:
 
 class TorchRocmMatch(Check):
     id = "torch-rocm-match"
+    depends = ("torch-install",)
     uses_python = True
     title = "ROCm release torch was built for vs system ROCm and driver"
     source = wheels.KMD_MATRIX

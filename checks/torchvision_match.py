@@ -54,6 +54,7 @@ def variants_clash(torch_local: str, vision_local: str) -> bool:
 
 class TorchvisionMatch(Check):
     id = "torchvision-match"
+    depends = ("torch-install",)
     uses_python = True
     title = "torchvision pairs with torch"
     source = wheels.VISION_README

@@ -67,6 +67,10 @@ class CheckResult:
     fix: Optional[Fix] = None
     source: Optional[str] = None
     duration_ms: int = 0
+    depends: tuple[str, ...] = ()  # the checks this one needs (Check.depends)
+    # For a check skipped because a prerequisite failed: the id of the failure at the root
+    # of that chain (a check skipped for a skipped prerequisite names the same root).
+    root_cause: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -106,6 +110,11 @@ class Check(ABC):
     opt_in: ClassVar[bool] = False
     # Seconds the runner waits for it, when it needs longer than the runner's default.
     deadline_s: ClassVar[Optional[float]] = None
+    # Ids of the checks whose facts this one builds on. When one of them fails or errors, this
+    # check is not run: it is skipped naming that prerequisite, so one root cause gives one
+    # failure, not a cascade (as AMD's rocprofv3-doctor declares prerequisites). A skipped
+    # prerequisite does not stop it: its own applies() decides.
+    depends: ClassVar[tuple[str, ...]] = ()
 
     def applies(self, host: Host) -> Optional[str]:
         return None
@@ -129,6 +138,7 @@ class Check(ABC):
             findings=tuple(findings),
             fix=fix,
             source=source if source is not None else self.source,
+            depends=self.depends,
         )
 
     def passed(self, summary: str, findings: tuple[Finding, ...] | list[Finding] = (),

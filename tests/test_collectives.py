@@ -206,7 +206,12 @@ def test_report_and_check_include_it_when_asked() -> None:
     check = subprocess.run(base + ["check", "--from", H200X2, "--only", "collectives"],
                            capture_output=True, text=True, timeout=120)
     assert check.returncode == 0
-    assert check.stdout.splitlines()[-1] == "1 passed, 0 warnings, 0 failed, 0 skipped, 0 errors"
+    # --only runs the prerequisites too: torch-device, and the torch and driver checks it
+    # needs (the AMD ones skip on this NVIDIA machine).
+    ids = [line.split()[1] for line in check.stdout.splitlines() if line.startswith("[")]
+    assert ids == ["amdgpu-driver", "kfd-access", "torch-install", "torch-device",
+                   "nvidia-driver", "collectives"]
+    assert check.stdout.splitlines()[-1] == "4 passed, 0 warnings, 0 failed, 2 skipped, 0 errors"
 
 
 def test_a_snapshot_without_the_run_skips_it_and_skip_needs_no_flag() -> None:

@@ -20,7 +20,7 @@ REPORT = Report(
                     ("sudo usermod -aG render,video $USER",), needs_root=True,
                     needs_relogin=True),
             source="https://rocm.docs.amd.com/projects/install-on-linux/en/latest/",
-            duration_ms=3,
+            duration_ms=3, depends=("amdgpu-driver",),
         ),
         CheckResult("debug-env", "Debugging variables", Status.WARN,
                     "HIP_LAUNCH_BLOCKING set: GPU work runs slower",
@@ -80,5 +80,28 @@ def test_json_follows_the_contract_exactly() -> None:
                 "needs_root": True, "needs_relogin": True},
         "source": "https://rocm.docs.amd.com/projects/install-on-linux/en/latest/",
         "duration_ms": 3,
+        "depends": ["amdgpu-driver"],  # added to the contract: the check's prerequisites
+        "root_cause": None,  # added: the failed check a skipped check follows from
     }
     assert data["checks"][0]["fix"] is None
+
+
+def test_skips_that_follow_from_one_failure_name_it_once() -> None:
+    kfd = REPORT.results[1]
+    followers = (
+        CheckResult("gpu-agents", "GPU agents", Status.SKIP,
+                    "needs kfd-access, which failed", depends=("kfd-access",),
+                    root_cause="kfd-access"),
+        CheckResult("torch-device", "Devices", Status.SKIP,
+                    "needs gpu-agents, which was not run because kfd-access failed",
+                    depends=("gpu-agents",), root_cause="kfd-access"),
+    )
+    report = Report("0.1.0", "rocm", (kfd, *followers))
+    text = render_terminal(report, width=100)
+    assert text.endswith(
+        "[-] gpu-agents    needs kfd-access, which failed\n"
+        "[-] torch-device  needs gpu-agents, which was not run because kfd-access failed\n"
+        "\n"
+        "not run because kfd-access failed: gpu-agents, torch-device (fix kfd-access first)\n"
+        "0 passed, 0 warnings, 1 failed, 2 skipped, 0 errors\n")
+    assert json.loads(render_json(report))["checks"][2]["root_cause"] == "kfd-access"

@@ -123,3 +123,80 @@ def test_select_checks_only_and_skip() -> None:
 def test_fix_defaults() -> None:
     fix = Fix("Log in again.")
     assert fix.commands == () and not fix.needs_root and not fix.needs_relogin
+
+
+class Needs(Fixed):
+    """A check with prerequisites that records whether it ran."""
+
+    def __init__(self, cid: str, status: Status, depends: tuple[str, ...],
+                 delay: float = 0.0) -> None:
+        super().__init__(cid, status, delay)
+        self.depends = depends  # type: ignore[misc]
+        self.ran = False
+
+    def run(self, host: Host) -> CheckResult:
+        self.ran = True
+        return super().run(host)
+
+
+def test_a_failed_prerequisite_skips_its_dependents_naming_the_root() -> None:
+    # The dependents come first in the list: the runner waits for their prerequisites.
+    device = Needs("torch-device", Status.PASS, ("gpu-agents",))
+    agents = Needs("gpu-agents", Status.PASS, ("kfd-access",))
+    kfd = Fixed("kfd-access", Status.FAIL, delay=0.2)
+    other = Needs("debug-env", Status.PASS, ())
+    report = run_checks(host_of(), [device, agents, kfd, other])
+    by_id = {r.id: r for r in report.results}
+    assert [r.id for r in report.results] == ["torch-device", "gpu-agents", "kfd-access",
+                                              "debug-env"]
+    assert (by_id["gpu-agents"].status, by_id["gpu-agents"].summary,
+            by_id["gpu-agents"].root_cause) == (
+        Status.SKIP, "needs kfd-access, which failed", "kfd-access")
+    assert (by_id["torch-device"].status, by_id["torch-device"].summary,
+            by_id["torch-device"].root_cause) == (
+        Status.SKIP, "needs gpu-agents, which was not run because kfd-access failed",
+        "kfd-access")
+    assert not device.ran and not agents.ran and other.ran
+    assert by_id["torch-device"].depends == ("gpu-agents",)
+    assert report.exit_code() == 1 and report.count(Status.FAIL) == 1
+
+
+@pytest.mark.parametrize(("status", "runs"), [(Status.PASS, True), (Status.WARN, True),
+                                              (Status.SKIP, True), (Status.ERROR, False)])
+def test_only_a_failed_or_errored_prerequisite_stops_a_check(status: Status, runs: bool) -> None:
+    dependent = Needs("b", Status.PASS, ("a",))
+    report = run_checks(host_of(), [Fixed("a", status), dependent])
+    assert dependent.ran is runs
+    if not runs:
+        assert report.results[1].summary == "needs a, which could not run"
+
+
+def test_only_brings_in_the_prerequisites_and_globs_select() -> None:
+    checks = [Fixed("amdgpu-driver", Status.PASS), Needs("kfd-access", Status.PASS,
+                                                         ("amdgpu-driver",)),
+              Needs("gpu-agents", Status.PASS, ("kfd-access",)), Fixed("torch-install",
+                                                                         Status.PASS),
+              Needs("torch-device", Status.PASS, ("torch-install",))]
+    assert [c.id for c in select_checks(checks, only=["gpu-agents"])] == [
+        "amdgpu-driver", "kfd-access", "gpu-agents"]
+    assert [c.id for c in select_checks(checks, only=["torch-*"])] == [
+        "torch-install", "torch-device"]
+    assert [c.id for c in select_checks(checks, only=["gpu-agents"],
+                                        skip=["amdgpu-driver"])] == ["kfd-access", "gpu-agents"]
+    with pytest.raises(UnknownCheckError, match="unknown check id: rocm-\\*"):
+        select_checks(checks, only=["rocm-*"])
+
+
+def test_the_registry_prerequisites_are_known_ids_in_no_cycle() -> None:
+    from rocmdoctor.checks.registry import all_checks
+
+    checks = {c.id: c for c in all_checks(opt_in=True)}
+    for check in checks.values():
+        assert set(check.depends) <= set(checks), check.id
+        seen, todo = set(), list(check.depends)
+        while todo:
+            dep = todo.pop()
+            assert dep != check.id, f"{check.id} depends on itself through {dep}"
+            if dep not in seen:
+                seen.add(dep)
+                todo.extend(checks[dep].depends)

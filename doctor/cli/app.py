@@ -1,284 +1,117 @@
-"""The command line. Heavy modules (torch, the tuner) are imported inside the commands."""
+"""The root command. Each command's module is imported when that command runs, so `--help`
+and `check` load neither the tuner nor optuna nor torch (pip's lazy `commands_dict` habit):
+the table below names each command's module and its one-line description, and a test holds
+each description to the command's own docstring.
+"""
 
 from __future__ import annotations
 
+import importlib
 import sys
-from typing import TYPE_CHECKING, Optional
+from typing import Any, NamedTuple, Optional
 
 import typer
+from typer.core import TyperGroup
 
 from rocmdoctor import __version__
-from rocmdoctor.cli.common import fail, new_app
-
-if TYPE_CHECKING:
-    from rocmdoctor.host import Host
-    from rocmdoctor.host.live import LiveHost
-    from rocmdoctor.model import Report
-
-app = new_app("Diagnose and tune PyTorch training on AMD ROCm (and NVIDIA CUDA) machines.",
-              name="rocmdoctor")
+from rocmdoctor.cli.common import new_app
 
 
-class UsageFailure(Exception):
-    """Bad input: printed as one line on stderr, exit 2."""
+class CommandSpec(NamedTuple):
+    module: str
+    attribute: str  # a command function, or a Typer app (a group of commands)
+    help: str  # the first line of the command's docstring
 
 
-def _split_ids(values: Optional[list[str]]) -> list[str]:
-    ids: list[str] = []
-    for value in values or []:
-        ids.extend(v.strip() for v in value.split(",") if v.strip())
-    return ids
+COMMANDS: dict[str, CommandSpec] = {
+    "check": CommandSpec(
+        "rocmdoctor.cli.check", "check",
+        "Inspect this machine (or a snapshot) and say what is wrong and how to fix it."),
+    "snapshot": CommandSpec(
+        "rocmdoctor.cli.check", "snapshot",
+        "Capture everything `check` reads, to replay it elsewhere with `check --from`."),
+    "report": CommandSpec(
+        "rocmdoctor.cli.check", "report",
+        "An issue-ready report of this machine (Markdown by default), safe to publish."),
+    "explain": CommandSpec(
+        "rocmdoctor.cli.explain", "explain_command",
+        "Explain an error message, kernel log or setting: cause, fix, and the check to "
+        "confirm."),
+    "bench": CommandSpec(
+        "rocmdoctor.cli.bench", "bench_command",
+        "Measure training throughput on synthetic data, honestly (warm-up excluded)."),
+    "compare": CommandSpec(
+        "rocmdoctor.cli.bench", "compare_command",
+        "Compare bench results side by side, with differences against the first."),
+    "tune": CommandSpec(
+        "rocmdoctor.cli.tune", "tune_command",
+        "Find the fastest settings for a training workload, with proof that they are "
+        "faster."),
+    "fleet": CommandSpec(
+        "rocmdoctor.cli.fleet", "fleet_app",
+        "Views over many nodes' `rocmdoctor check --json` reports."),
+}
+
+
+# Typer vendors click from 0.20 on and used the click package before: the click types are
+# taken from typer.core, never from a click import (hence Any in the signatures).
+def load_command(name: str) -> Any:
+    """The click command for `name`, importing its module now."""
+    spec = COMMANDS[name]
+    target = getattr(importlib.import_module(spec.module), spec.attribute)
+    command: Any
+    if isinstance(target, typer.Typer):
+        command = typer.main.get_group(target)  # a group even with one command
+    else:
+        single = new_app(spec.help)
+        single.command(name)(target)
+        command = typer.main.get_command(single)
+    command.name = name
+    return command
+
+
+class LazyGroup(TyperGroup):
+    """A group whose commands are imported on first use; its help lists them from COMMANDS."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        return load_command(cmd_name) if cmd_name in COMMANDS else None
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, spec.help) for name, spec in COMMANDS.items()])
 
 
 def _version_callback(value: bool) -> None:
     if value:
-        typer.echo(f"rocmdoctor {__version__}")
+        from rocmdoctor.kb import KB_DATE
+
+        typer.echo(f"rocmdoctor {__version__} (knowledge base of {KB_DATE})")
         raise typer.Exit(0)
+
+
+app = typer.Typer(cls=LazyGroup, name="rocmdoctor", no_args_is_help=True,
+                  add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None,
+                  help="Diagnose and tune PyTorch training on AMD ROCm (and NVIDIA CUDA) "
+                       "machines.",
+                  context_settings={"help_option_names": ["-h", "--help"]})
 
 
 @app.callback()
 def _root(
     version: bool = typer.Option(
         False, "--version", callback=_version_callback, is_eager=True,
-        help="Print the version and exit.",
+        help="Print the version (and the date of its knowledge base) and exit.",
     ),
 ) -> None:
     pass
 
 
-def _make_host(from_file: Optional[str], timeout: float, python: Optional[str],
-               probe_now: bool = True) -> Host:
-    from rocmdoctor.host.snapshot import SnapshotError, SnapshotHost, load_snapshot
-
-    if from_file is not None:
-        try:
-            return SnapshotHost(load_snapshot(from_file))
-        except SnapshotError as exc:
-            raise fail(str(exc)) from None
-    return _live_host(timeout, python, probe_now)
-
-
-def _live_host(timeout: float, python: Optional[str], probe_now: bool = True) -> LiveHost:
-    import shutil
-
-    from rocmdoctor.host.live import LiveHost
-
-    if python is not None and shutil.which(python) is None:
-        raise fail(f"--python {python}: no such interpreter (or it is not executable)")
-    from rocmdoctor.host.probe import make_probe, run_probe
-
-    if probe_now:  # the child imports torch while the machine checks run
-        return LiveHost(command_timeout=timeout, probe=make_probe(python))
-    return LiveHost(command_timeout=timeout, probe=lambda: run_probe(python))
-
-
-def _run_report(host: Host, only: list[str], skip: list[str], opt_in: bool = False) -> Report:
-    from rocmdoctor.checks.registry import OPT_IN_CHECKS, all_checks
-    from rocmdoctor.runner import UnknownCheckError, run_selected
-
-    if not opt_in:  # skipping a check that only runs when asked for is already done
-        skip = [s for s in skip if s not in {c.id for c in OPT_IN_CHECKS}]
+def main(argv: Optional[list[str]] = None) -> Any:
     try:
-        report = run_selected(host, all_checks(opt_in), only=only, skip=skip)
-    except UnknownCheckError as exc:
-        raise fail(str(exc)) from None
-    return report
-
-
-def _wants_opt_in(flag: bool, only: list[str]) -> bool:
-    """`--collectives`, or an opt-in check named in --only."""
-    from rocmdoctor.checks.registry import OPT_IN_CHECKS
-
-    return flag or any(c.id in only for c in OPT_IN_CHECKS)
-
-
-def _probe_needed(only: list[str], skip: list[str], opt_in: bool = False) -> bool:
-    from rocmdoctor.checks.registry import all_checks
-
-    return any(c.uses_python for c in all_checks(opt_in)
-               if (not only or c.id in only) and c.id not in skip)
-
-
-def _write_output(text: str, output: Optional[str]) -> None:
-    if output is None:
-        sys.stdout.write(text)
-        return
-    try:
-        with open(output, "w", encoding="utf-8") as fh:
-            fh.write(text)
-    except OSError as exc:
-        raise fail(f"cannot write {output}: {exc.strerror or exc}") from None
-
-
-@app.command()
-def check(
-    json_out: bool = typer.Option(False, "--json", help="Print JSON (rocmdoctor.check/1)."),
-    only: Optional[list[str]] = typer.Option(None, "--only", help="Run only these check ids."),
-    skip: Optional[list[str]] = typer.Option(None, "--skip", help="Skip these check ids."),
-    strict: bool = typer.Option(False, "--strict", help="Exit 1 on warnings too."),
-    from_file: Optional[str] = typer.Option(
-        None, "--from", metavar="SNAPSHOT", help="Replay a snapshot instead of this machine."
-    ),
-    verbose: bool = typer.Option(False, "-v", "--verbose", help="Show findings and timings."),
-    output: Optional[str] = typer.Option(
-        None, "-o", "--output", help="Write to a file. Expands %N (the Slurm node name: "
-        "$SLURMD_NODENAME, else the short host name), %h (the short host name), %% (a %)."
-    ),
-    timeout: float = typer.Option(10.0, "--timeout", min=0.1, help="Seconds each command may run."),
-    python: Optional[str] = typer.Option(
-        None, "--python", help="The Python that will train (default: this one)."
-    ),
-    collectives: bool = typer.Option(
-        False, "--collectives", help="Also measure all-reduce and peer-to-peer bandwidth "
-        "between the GPUs (one process per GPU; takes seconds)."
-    ),
-) -> None:
-    """Inspect this machine (or a snapshot) and say what is wrong and how to fix it."""
-    only_ids, skip_ids = _split_ids(only), _split_ids(skip)
-    opt_in = _wants_opt_in(collectives, only_ids)
-    if output is not None:  # reports/%N.json under srun: one file per node (docs/fleet.md)
-        import os
-        import platform
-
-        from rocmdoctor.facts.machine import expand_output_pattern
-
-        try:
-            output = expand_output_pattern(output, os.environ, platform.node())
-        except ValueError as exc:
-            raise fail(str(exc)) from None
-    probe = _probe_needed(only_ids, skip_ids, opt_in)
-    host = _make_host(from_file, timeout, python, probe_now=probe)
-    report = _run_report(host, only_ids, skip_ids, opt_in)
-    if json_out:
-        from rocmdoctor.facts.machine import machine_facts
-        from rocmdoctor.render.check_json import render_json
-
-        machine = machine_facts(host, report.platform, probe=probe or from_file is not None)
-        _write_output(render_json(report, machine), output)
-    else:
-        from rocmdoctor.render.terminal import render_terminal
-
-        if output is None:
-            import shutil
-
-            color = sys.stdout.isatty()
-            width = shutil.get_terminal_size((100, 24)).columns
-            sys.stdout.write(render_terminal(report, verbose, width=width, color=color))
-        else:
-            _write_output(render_terminal(report, verbose), output)
-    raise typer.Exit(report.exit_code(strict))
-
-
-@app.command()
-def snapshot(
-    output: str = typer.Option(..., "-o", "--output", help="File to write (.gz compresses)."),
-    no_redact: bool = typer.Option(
-        False, "--no-redact", help="Keep secrets and the host name in the snapshot."
-    ),
-    timeout: float = typer.Option(10.0, "--timeout", min=0.1, help="Seconds each command may run."),
-    python: Optional[str] = typer.Option(None, "--python", help="The Python that will train."),
-    collectives: bool = typer.Option(
-        False, "--collectives", help="Also run (and record) the collectives measurement."
-    ),
-) -> None:
-    """Capture everything `check` reads, to replay it elsewhere with `check --from`."""
-    from rocmdoctor.facts.collect_env import gather
-    from rocmdoctor.host.snapshot import build_snapshot, save_snapshot
-    from rocmdoctor.render.terminal import summary_line
-
-    host = _live_host(timeout, python)
-    report = _run_report(host, [], [], opt_in=collectives)
-    gather(host)  # so that `report --from` shows the same raw facts
-    data = build_snapshot(host, redact=not no_redact)
-    try:
-        save_snapshot(data, output)
-    except OSError as exc:
-        raise fail(f"cannot write {output}: {exc.strerror or exc}") from None
-    typer.echo(
-        f"wrote {output}: {len(data['commands'])} commands, {len(data['files'])} files, "
-        f"{len(data['paths'])} paths ({summary_line(report)}); "
-        f"replay with: rocmdoctor check --from {output}",
-        err=True,
-    )
-
-
-@app.command()
-def report(
-    fmt: str = typer.Option("markdown", "--format", help="markdown, text or json."),
-    output: Optional[str] = typer.Option(None, "-o", "--output", help="Write to a file."),
-    from_file: Optional[str] = typer.Option(
-        None, "--from", metavar="SNAPSHOT", help="Report on a snapshot instead of this machine."
-    ),
-    snapshot_out: Optional[str] = typer.Option(
-        None, "--snapshot", metavar="FILE", help="Also write a snapshot to attach to the issue."
-    ),
-    no_redact: bool = typer.Option(
-        False, "--no-redact", help="Keep user and host names, home paths, serials and secrets."
-    ),
-    timeout: float = typer.Option(10.0, "--timeout", min=0.1, help="Seconds each command may run."),
-    python: Optional[str] = typer.Option(None, "--python", help="The Python that will train."),
-    collectives: bool = typer.Option(
-        False, "--collectives", help="Include the collectives measurement (check --collectives)."
-    ),
-) -> None:
-    """An issue-ready report of this machine (Markdown by default), safe to publish."""
-    if fmt not in ("markdown", "text", "json"):
-        raise fail(f"unknown --format {fmt!r} (choose markdown, text or json)")
-    if snapshot_out is not None and from_file is not None:
-        raise fail("--snapshot needs a live run; it cannot be combined with --from")
-    from rocmdoctor.facts.collect_env import gather
-    from rocmdoctor.redact import Redactor
-    from rocmdoctor.render.report import render_markdown, render_report_json, render_text
-
-    host = _make_host(from_file, timeout, python)
-    result = _run_report(host, [], [], opt_in=collectives)
-    facts = gather(host)
-    user = host.user.name
-    homes = tuple(h for h in (host.env.get("HOME"), f"/home/{user}") if h)
-    hostname = host.platform.hostname
-    redactor = Redactor(
-        user_names=(user,), host_names=(hostname,), home_dirs=homes,
-        enabled=not no_redact,
-    )
-    if snapshot_out is not None:
-        from rocmdoctor.host.live import LiveHost
-        from rocmdoctor.host.snapshot import build_snapshot, save_snapshot
-
-        assert isinstance(host, LiveHost)  # --snapshot with --from was refused above
-        try:
-            save_snapshot(build_snapshot(host, redact=not no_redact), snapshot_out)
-        except OSError as exc:
-            raise fail(f"cannot write {snapshot_out}: {exc.strerror or exc}") from None
-    if fmt == "markdown":
-        name = snapshot_out or from_file
-        text = render_markdown(result, host, facts, redactor, snapshot_name=name)
-    elif fmt == "text":
-        text = render_text(result, host, facts, redactor)
-    else:
-        text = render_report_json(result, host, facts, redactor)
-    _write_output(text, output)
-
-
-def _register_commands() -> None:
-    # Each module imports typer and its own light modules only; torch stays in the children.
-    from rocmdoctor.cli.bench import bench_command, compare_command
-    from rocmdoctor.cli.explain import explain_command
-    from rocmdoctor.cli.fleet import fleet_app
-    from rocmdoctor.cli.tune import tune_command
-
-    app.command("explain")(explain_command)
-    app.command("bench")(bench_command)
-    app.command("compare")(compare_command)
-    app.command("tune")(tune_command)
-    app.add_typer(fleet_app, name="fleet")
-
-
-_register_commands()
-
-
-def main() -> None:
-    try:
-        app()
+        return app(args=argv)
     except KeyboardInterrupt:
         typer.echo("rocmdoctor: interrupted", err=True)
         sys.exit(130)

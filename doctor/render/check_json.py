@@ -28,6 +28,8 @@ def result_to_dict(r: CheckResult) -> dict[str, Any]:
         },
         "source": r.source,
         "duration_ms": r.duration_ms,
+        "depends": list(r.depends),
+        "root_cause": r.root_cause,
     }
 
 

@@ -78,8 +78,19 @@ def render_lines(report: Report, verbose: bool = False) -> list[Text]:
         if r.status in (Status.WARN, Status.FAIL):
             out.extend(_fix_lines(r, indent))
     out.append(Text(""))
+    out.extend(Text(line, style="bold") for line in root_cause_lines(report))
     out.append(Text(summary_line(report), style="bold"))
     return out
+
+
+def root_cause_lines(report: Report) -> list[str]:
+    """One line per failed check that others were skipped for."""
+    followers: dict[str, list[str]] = {}
+    for r in report.results:
+        if r.root_cause:
+            followers.setdefault(r.root_cause, []).append(r.id)
+    return [f"not run because {root} failed: {', '.join(ids)} (fix {root} first)"
+            for root, ids in followers.items()]
 
 
 def render_terminal(
