@@ -10,43 +10,17 @@ parsed (an invalid value raises there instead).
 
 from __future__ import annotations
 
-import re
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Optional
 
 from rocmdoctor.facts.alloc_conf import AllocConf, parse_alloc_conf, repair
 from rocmdoctor.facts.platform import platform_kind
+from rocmdoctor.facts.torch import TorchInfo, torch_info
 from rocmdoctor.host import Host
 from rocmdoctor.kb import allocator as kb
 from rocmdoctor.model import Check, CheckResult, Finding, Fix, Status
-
-
-def version_tuple(text: Optional[str]) -> Optional[tuple[int, ...]]:
-    """(2, 5, 1) from "2.5.1+rocm6.2"; None when there is no leading version."""
-    m = re.match(r"\s*v?(\d+)\.(\d+)(?:\.(\d+))?", text or "")
-    return tuple(int(g) for g in m.groups() if g is not None) if m else None
-
-
-@dataclass(frozen=True)
-class TorchFacts:
-    version: Optional[tuple[int, ...]]
-    version_text: str
-    build: Optional[str]  # rocm, cuda, cpu, or None when unknown
-    rocm: Optional[tuple[int, ...]]  # the ROCm torch was built against
-
-
-def torch_facts(host: Host) -> TorchFacts:
-    probe: dict[str, Any] = host.python() or {}
-    torch: dict[str, Any] = probe.get("torch") or {}
-    text = str(torch.get("version") or (probe.get("packages") or {}).get("torch") or "")
-    local = text.partition("+")[2]
-    rocm = version_tuple(torch.get("hip")) or version_tuple(local[4:] if local.startswith(
-        "rocm") else None)
-    build = ("rocm" if rocm else "cuda" if torch.get("cuda") or local.startswith("cu")
-             else "cpu" if torch.get("imported") or local == "cpu" else None)
-    return TorchFacts(version_tuple(text), text.partition("+")[0] or "unknown", build, rocm)
 
 
 @dataclass
@@ -76,20 +50,20 @@ class AllocatorConfig(Check):
         return "none of PYTORCH_ALLOC_CONF, PYTORCH_CUDA_ALLOC_CONF, PYTORCH_HIP_ALLOC_CONF is set"
 
     def run(self, host: Host) -> CheckResult:
-        facts = torch_facts(host)
+        facts = torch_info(host)
         device = facts.build if facts.build in ("rocm", "cuda") else (
             "rocm" if platform_kind(host) == "rocm" else "cuda")
-        rule = kb.precedence_for(facts.version)
+        rule = kb.precedence_for(facts.release)
         order = rule.order if device == "rocm" else rule.order_cuda
         env = host.env
         set_vars = [v for v in kb.ALL_VARIABLES if v in env]
         read = [v for v in order if v in env]
         winner = read[0] if read else None
-        known = kb.option_names(rule.dialect, facts.version)
-        torch_name = f"torch {facts.version_text}" if facts.version else "torch"
+        known = kb.option_names(rule.dialect, facts.release)
+        torch_name = f"torch {facts.public_version}" if facts.release else "torch"
         verdict = _Verdict()
         info: list[Finding] = []
-        if facts.version is None:
+        if facts.release is None:
             info.append(Finding.info("torch's version is unknown: judged by the rules of "
                                      "torch 2.10 and newer"))
         if facts.build == "cpu":
@@ -118,7 +92,7 @@ class AllocatorConfig(Check):
             return self.result(Status.FAIL, f"{winner} is invalid: torch raises "
                                             f"{conf.error.quote()}", findings, fix, source)
         if verdict.status is Status.PASS and winner is not None:
-            in_effect = f" ({torch_name})" if facts.version else ""
+            in_effect = f" ({torch_name})" if facts.release else ""
             summary = (f"{winner} is set but empty: torch uses its defaults"
                        if not env[winner].strip() else
                        f"{winner}={env[winner]!r} is valid and in effect{in_effect}")
@@ -126,11 +100,11 @@ class AllocatorConfig(Check):
         return self.result(verdict.status, verdict.summary, findings, fix, verdict.source)
 
     @staticmethod
-    def _judge(verdict: _Verdict, info: list[Finding], facts: TorchFacts,
+    def _judge(verdict: _Verdict, info: list[Finding], facts: TorchInfo,
                rule: kb.Precedence, read: list[str], env: Mapping[str, str], conf: AllocConf,
                device: str) -> str:
         """Warnings about the value in effect; returns the variable the fix should set."""
-        torch_name = f"torch {facts.version_text}" if facts.version else "torch"
+        torch_name = f"torch {facts.public_version}" if facts.release else "torch"
         winner = read[0]
         order = rule.order if device == "rocm" else rule.order_cuda
         target = winner if winner in order else kb.CUDA_ALLOC_CONF
@@ -141,7 +115,7 @@ class AllocatorConfig(Check):
                          f"set, in the order {', '.join(order)}; {winner} wins",
                          rule.source)
         lo, hi = kb.ALLOC_CONF_IGNORED_RANGE
-        if winner == kb.ALLOC_CONF and facts.version and lo <= facts.version < hi:
+        if winner == kb.ALLOC_CONF and facts.release and lo <= facts.release < hi:
             target = kb.CUDA_ALLOC_CONF
             verdict.warn(f"{winner} may be ignored: torch 2.9.1 silently ignored "
                          f"expandable_segments given in PYTORCH_ALLOC_CONF (pytorch issue "
@@ -152,10 +126,10 @@ class AllocatorConfig(Check):
                                      f"PYTORCH_ALLOC_CONF instead\"; it still works"))
         expandable = conf.value("expandable_segments") == "True"
         effective = device != "rocm" or (
-            (facts.version is None or facts.version >= kb.ROCM_EXPANDABLE_TORCH)
-            and (facts.rocm is None or facts.rocm >= kb.ROCM_EXPANDABLE_ROCM))
+            (facts.release is None or facts.release >= kb.ROCM_EXPANDABLE_TORCH)
+            and (facts.rocm_release is None or facts.rocm_release >= kb.ROCM_EXPANDABLE_ROCM))
         if expandable and not effective:
-            built = ".".join(map(str, facts.rocm[:2])) if facts.rocm else "?"
+            built = ".".join(map(str, facts.rocm_release[:2])) if facts.rocm_release else "?"
             verdict.warn(f"expandable_segments:True is ignored: {torch_name} built for ROCm "
                          f"{built} prints \"{kb.EXPANDABLE_UNSUPPORTED_WARNING}\"; ROCm "
                          f"support starts with torch 2.12 built for ROCm 7.0 or newer",

@@ -8,13 +8,19 @@ file); `dkms status`; `grep amdgpu /proc/modules`; `cat /proc/cmdline`;
 
 from __future__ import annotations
 
-import shlex
-from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Optional
 
+from rocmdoctor.facts.amdgpu_module import amdgpu_module, dkms_entries
+from rocmdoctor.facts.boot import (
+    CmdlineFacts,
+    ModprobeLine,
+    comment_out,
+    kernel_cmdline,
+    modprobe_lines,
+)
 from rocmdoctor.facts.platform import container_signals, is_wsl, kernel_release, not_rocm_reason
 from rocmdoctor.host import Host
+from rocmdoctor.kb.boot import GRUB_COMMANDS
 from rocmdoctor.model import Check, CheckResult, Finding, Fix, Status
 
 POST_INSTALL = "https://rocm.docs.amd.com/projects/install-on-linux/en/latest/install/post-install.html"
@@ -22,98 +28,6 @@ AMDGPU_INSTALL = (
     "https://rocm.docs.amd.com/projects/install-on-linux/en/latest/install/amdgpu-install.html"
 )
 LIBROCDXG = "https://github.com/ROCm/librocdxg"
-GRUB_COMMANDS = ("sudoedit /etc/default/grub", "sudo update-grub", "sudo reboot")
-# Kernel command-line parameters that keep a module from loading: module_blacklist (kernel,
-# https://docs.kernel.org/admin-guide/kernel-parameters.html), modprobe.blacklist (kmod,
-# https://man7.org/linux/man-pages/man5/modprobe.d.5.html), rd.driver.blacklist (dracut).
-BLACKLIST_PARAMS = ("module_blacklist", "modprobe.blacklist", "rd.driver.blacklist")
-MODPROBE_GLOB = "/etc/modprobe.d/*.conf"
-
-
-# Facts that kfd-access and ppfeaturemask share.
-@dataclass(frozen=True)
-class CmdlineFacts:
-    blacklist_tokens: tuple[str, ...]  # the tokens that blacklist amdgpu
-    amdgpu_options: tuple[str, ...]  # every amdgpu.* token
-    nomodeset: bool
-    modeset_off: bool  # amdgpu.modeset=0
-
-
-def parse_cmdline(text: str) -> CmdlineFacts:
-    tokens = text.split()
-    blacklist = tuple(t for t in tokens if t.partition("=")[0] in BLACKLIST_PARAMS
-                      and "amdgpu" in t.partition("=")[2].split(","))
-    options = tuple(t for t in tokens if t.startswith("amdgpu."))
-    return CmdlineFacts(blacklist, options, "nomodeset" in tokens, "amdgpu.modeset=0" in tokens)
-
-
-@dataclass(frozen=True)
-class ModprobeLine:
-    path: str
-    lineno: int
-    text: str
-    kind: str  # blacklist, install or options
-
-
-def parse_modprobe_conf(path: str, text: str) -> list[ModprobeLine]:
-    """The `blacklist amdgpu`, `install amdgpu ...` and `options amdgpu ...` lines."""
-    found = []
-    for lineno, raw in enumerate(text.splitlines(), start=1):
-        words = raw.split("#", 1)[0].split()
-        if len(words) >= 2 and words[1] == "amdgpu" and words[0] in (
-                "blacklist", "install", "options"):
-            found.append(ModprobeLine(path, lineno, " ".join(words), words[0]))
-    return found
-
-
-def modprobe_lines(host: Host) -> list[ModprobeLine]:
-    def compute() -> list[ModprobeLine]:
-        found = []
-        for path in host.glob(MODPROBE_GLOB):
-            found += parse_modprobe_conf(path, host.read_file(path) or "")
-        return found
-
-    return host.memo("amdgpu:modprobe.d", compute)
-
-
-def comment_out(lines: Sequence[ModprobeLine]) -> list[str]:
-    """Exact commands that comment out these lines of /etc/modprobe.d files."""
-    return [f"sudo sed -i '{m.lineno}s/^/# /' {shlex.quote(m.path)}" for m in lines]
-
-
-def parse_proc_modules(text: str) -> dict[str, str]:
-    """Module name -> state (Live, Loading, Unloading) from /proc/modules lines
-    `name size refcount deps state address [(taints)]`."""
-    return {p[0]: p[4] for p in (line.split() for line in text.splitlines()) if len(p) >= 5}
-
-
-@dataclass(frozen=True)
-class DkmsEntry:
-    module: str
-    version: str
-    kernel: Optional[str]
-    status: str  # installed, built or added, possibly with a note after it
-
-
-def parse_dkms_status(text: str) -> list[DkmsEntry]:
-    """Old `amdgpu, 3.3-19, 5.0.0-23-generic, x86_64: installed` lines and new
-    `amdgpu/6.12.12-2133686.22.04, 6.8.0-52-generic, x86_64: installed` ones."""
-    entries = []
-    for line in text.splitlines():
-        head, sep, status = line.strip().rpartition(": ")
-        fields = [f.strip() for f in head.split(",")]
-        if not sep:
-            continue
-        if "/" in fields[0]:
-            module, version = fields[0].split("/", 1)
-            rest = fields[1:]
-        elif len(fields) >= 2:
-            module, version, rest = fields[0], fields[1], fields[2:]
-        else:
-            continue
-        if module and version and " " not in module:
-            entries.append(DkmsEntry(module, version, rest[0] if rest else None, status.strip()))
-    return entries
 
 
 class AmdgpuDriver(Check):
@@ -128,20 +42,18 @@ class AmdgpuDriver(Check):
         if is_wsl(host):
             return self._wsl(host)
         kernel = kernel_release(host)
-        cmdline = parse_cmdline(host.read_file("/proc/cmdline") or "")
+        cmdline = kernel_cmdline(host)
         blocks = [m for m in modprobe_lines(host) if m.kind in ("blacklist", "install")]
-        dkms = [e for e in parse_dkms_status(host.run(["dkms", "status"]).stdout)
-                if e.module == "amdgpu"]
+        dkms = dkms_entries(host)
         dkms_here = any(e.kernel == kernel and e.status.startswith("installed") for e in dkms)
         findings = [Finding.info(f"dkms: amdgpu {e.version} for {e.kernel or 'no kernel'}: "
                                  f"{e.status}") for e in dkms]
         findings += [Finding.info(f"kernel command line: {o}") for o in cmdline.amdgpu_options]
-        modules_text = host.read_file("/proc/modules")
-        loaded = parse_proc_modules(modules_text).get("amdgpu") if modules_text else None
-        if loaded is None and not host.exists("/sys/module/amdgpu"):
+        module = amdgpu_module(host)
+        loaded = module.proc_state
+        if not module.loaded:
             return self._not_loaded(host, kernel, cmdline, blocks, dkms_here, findings)
-        initstate = (host.read_file("/sys/module/amdgpu/initstate") or "").strip() or (
-            loaded or "").lower()
+        initstate = module.state
         if initstate and initstate != "live":
             return self.result(
                 Status.FAIL, f"amdgpu is loaded but not live (initstate: {initstate})",
@@ -149,7 +61,7 @@ class AmdgpuDriver(Check):
                               ("sudo dmesg | grep -i amdgpu",), needs_root=True))
         if not initstate and loaded is None:
             findings.append(Finding.info("amdgpu is built into the kernel"))
-        version = (host.read_file("/sys/module/amdgpu/version") or "").strip()
+        version = module.version
         if version:
             summary = f"amdgpu {version} loaded and live (AMD amdgpu-dkms driver)"
         else:

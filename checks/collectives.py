@@ -16,6 +16,7 @@ import statistics
 from typing import Any, Optional
 
 from rocmdoctor.facts.platform import platform_kind
+from rocmdoctor.facts.torch import torch_info
 from rocmdoctor.host import Host
 from rocmdoctor.kb.nccl_env import NCCL_ENV, RCCL_ENV, risky_settings
 from rocmdoctor.model import Check, CheckResult, Finding, Fix, Status
@@ -52,12 +53,11 @@ class Collectives(Check):
         cpu_ranks = host.env.get("ROCMDOCTOR_COLL_CPU_RANKS", "")
         if testing and cpu_ranks.isdigit():
             return None, int(cpu_ranks), "gloo"
-        probe = host.python() or {}
-        torch = probe.get("torch") or {}
-        if not torch.get("imported"):
+        torch = torch_info(host)
+        if not torch.imported:
             return "torch does not import in the Python that trains: nothing to launch", 0, ""
-        count = int(torch.get("device_count") or 0)
-        if not torch.get("available") or count == 0:
+        count = torch.device_count
+        if not torch.available or count == 0:
             return "torch sees no GPU: no collectives to measure", 0, ""
         if count < 2:
             return f"needs 2 or more GPUs; torch sees {count}", 0, ""

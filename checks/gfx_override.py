@@ -17,6 +17,7 @@ from typing import Optional
 from rocmdoctor.facts.amd_gpus import GpuAgent, amd_gpus, describe, override_for_node, override_vars
 from rocmdoctor.facts.platform import not_rocm_reason
 from rocmdoctor.facts.rocm_version import installed_rocm
+from rocmdoctor.facts.torch import torch_info
 from rocmdoctor.host import Host
 from rocmdoctor.kb import gfx as kb
 from rocmdoctor.model import Check, CheckResult, Finding, Fix, Status
@@ -35,12 +36,8 @@ class Verdict:
 
 
 def torch_arch_list(host: Host) -> Optional[frozenset[str]]:
-    probe = host.python() or {}
-    torch = probe.get("torch")
-    arch = torch.get("arch_list") if isinstance(torch, dict) else None
-    if isinstance(arch, list) and arch:
-        return frozenset(kb.base_target(str(a)) for a in arch)
-    return None
+    arch = torch_info(host).arch_list
+    return frozenset(kb.base_target(a) for a in arch) if arch else None
 
 
 class GfxOverride(Check):

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Optional
 
-from rocmdoctor.checks.torch_install import torch_of
 from rocmdoctor.facts.nvidia_gpus import NVIDIA_SMI_DOCS, NvidiaInventory, nvidia_gpus
 from rocmdoctor.facts.platform import platform_kind
+from rocmdoctor.facts.torch import torch_info
 from rocmdoctor.host import Host
 from rocmdoctor.kb import cuda_driver as kb
 from rocmdoctor.kb import torch_wheels as wheels
@@ -90,7 +90,7 @@ class NvidiaDriver(Check):
 
     def _runtime(self, host: Host, driver: str, findings: list[Finding]
                  ) -> tuple[Status, Optional[Fix], str]:
-        cuda = torch_of(host).get("cuda")
+        cuda = torch_info(host).cuda
         if not cuda:
             findings.append(Finding.info("torch's CUDA runtime is unknown (no CUDA build of "
                                          "torch probed)"))

@@ -9,14 +9,10 @@ from __future__ import annotations
 
 from typing import Optional
 
-from rocmdoctor.checks.amdgpu_driver import (
-    GRUB_COMMANDS,
-    ModprobeLine,
-    comment_out,
-    modprobe_lines,
-)
+from rocmdoctor.facts.boot import ModprobeLine, comment_out, modprobe_lines
 from rocmdoctor.facts.platform import is_wsl, not_rocm_reason
 from rocmdoctor.host import Host
+from rocmdoctor.kb.boot import GRUB_COMMANDS
 from rocmdoctor.kb.ppfeatures import (
     AMD_SHARED_H,
     AMDGPU_DRV_C,

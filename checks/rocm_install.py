@@ -21,6 +21,7 @@ from rocmdoctor.facts.rocm_version import (
     installed_rocm,
     read_install,
 )
+from rocmdoctor.facts.torch import torch_info
 from rocmdoctor.host import Host
 from rocmdoctor.kb.rocm_support import QUICK_START
 from rocmdoctor.model import Check, CheckResult, Finding, Fix, Status
@@ -170,10 +171,9 @@ class RocmInstallCheck(Check):
         findings = [Finding.hint("PyTorch's ROCm wheels bundle their own ROCm user-space "
                                  "libraries, so training can work without a system ROCm; "
                                  "rocminfo, rocm-smi and hipcc need one")]
-        torch = (host.python() or {}).get("torch") or {}
-        if torch.get("hip"):
-            findings.append(Finding.info(f"torch {torch.get('version')} carries HIP "
-                                         f"{torch.get('hip')}"))
+        torch = torch_info(host)
+        if torch.hip:
+            findings.append(Finding.info(f"torch {torch.version} carries HIP {torch.hip}"))
         return self.result(
             Status.WARN, "no ROCm install found (/opt/rocm, /opt/rocm-*, $ROCM_PATH)", findings,
             Fix("Install the amdgpu-install package for your distribution as the quick-start "

@@ -12,15 +12,11 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
-from rocmdoctor.checks.torch_install import (
-    cuda_index_line,
-    imported_torch_skip_reason,
-    pip_line,
-    torch_of,
-)
 from rocmdoctor.facts.amd_gpus import amd_gpus
 from rocmdoctor.facts.nvidia_gpus import nvidia_gpus
 from rocmdoctor.facts.platform import platform_kind
+from rocmdoctor.facts.torch import TorchInfo, imported_skip_reason, torch_info
+from rocmdoctor.facts.torch_wheel import cuda_index_line
 from rocmdoctor.host import Host
 from rocmdoctor.kb import gfx as kb_gfx
 from rocmdoctor.kb import torch_wheels as wheels
@@ -40,22 +36,16 @@ class Device:
 
 
 def _rocm_devices(host: Host) -> list[Device]:
-    devices = torch_of(host).get("devices") or []
-    seen = [Device(int(d.get("index", i)), str(d.get("name") or "?"),
-                   kb_gfx.base_target(str(d["arch"])))
-            for i, d in enumerate(devices) if d.get("arch")]
+    seen = [Device(d.index, d.name, kb_gfx.base_target(d.arch))
+            for d in torch_info(host).devices if d.arch]
     if seen:
         return seen
     return [Device(g.index, g.name, g.gfx) for g in amd_gpus(host).gpus]
 
 
 def _cuda_devices(host: Host) -> list[Device]:
-    found = []
-    for i, d in enumerate(torch_of(host).get("devices") or []):
-        cap = d.get("cuda_capability")
-        if isinstance(cap, list) and len(cap) == 2:
-            found.append(Device(int(d.get("index", i)), str(d.get("name") or "?"),
-                                f"sm_{cap[0]}{cap[1]}"))
+    found = [Device(d.index, d.name, f"sm_{d.cuda_capability[0]}{d.cuda_capability[1]}")
+             for d in torch_info(host).devices if d.cuda_capability]
     if found:
         return found
     return [Device(g.index, g.name, g.sm) for g in nvidia_gpus(host).gpus if g.sm]
@@ -88,31 +78,31 @@ class TorchArchSupport(Check):
     source = "https://github.com/pytorch/pytorch/blob/main/torch/cuda/__init__.py"
 
     def applies(self, host: Host) -> Optional[str]:
-        reason = imported_torch_skip_reason(host)
+        torch = torch_info(host)
+        reason = imported_skip_reason(torch)
         if reason:
             return reason
-        torch = torch_of(host)
-        if not (torch.get("hip") or torch.get("cuda")):
+        if not (torch.hip or torch.cuda):
             return "CPU build of torch: no GPU code to check"
         if platform_kind(host) == "cpu":
             return "no GPU on this machine"
-        if not torch.get("arch_list"):
+        if not torch.arch_list:
             return "torch reported no compiled GPU targets"
         return None
 
     def run(self, host: Host) -> CheckResult:
-        torch = torch_of(host)
-        arch_list = [str(a) for a in torch.get("arch_list") or []]
-        if torch.get("hip"):
+        torch = torch_info(host)
+        arch_list = list(torch.arch_list)
+        if torch.hip:
             return self._rocm(host, torch, arch_list)
         return self._cuda(host, torch, arch_list)
 
-    def _rocm(self, host: Host, torch: dict[str, object], arch_list: list[str]) -> CheckResult:
+    def _rocm(self, host: Host, torch: TorchInfo, arch_list: list[str]) -> CheckResult:
         compiled = {kb_gfx.base_target(a) for a in arch_list}
         devices = _rocm_devices(host)
         if not devices:
             return self.skipped("no AMD GPU found")
-        version = str(torch.get("version"))
+        version = str(torch.version)
         missing = [d for d in devices if d.target not in compiled]
         names = ", ".join(sorted({f"{d.target} ({d.name})" for d in devices}))
         findings: list[Finding] = []
@@ -156,15 +146,15 @@ class TorchArchSupport(Check):
             findings.append(Finding.hint(hint))
         if newest is not None:
             return Fix(f"Install a PyTorch build that includes {target} (the rocm{newest.rocm} "
-                       "wheels do).", (pip_line(f"rocm{newest.rocm}", True),)), newest.source
+                       "wheels do).", (wheels.pip_line(f"rocm{newest.rocm}", True),)), newest.source
         return Fix(f"No official PyTorch wheel includes {target}: build PyTorch from source "
                    f"with PYTORCH_ROCM_ARCH={target}."), None
 
-    def _cuda(self, host: Host, torch: dict[str, object], arch_list: list[str]) -> CheckResult:
+    def _cuda(self, host: Host, torch: TorchInfo, arch_list: list[str]) -> CheckResult:
         devices = _cuda_devices(host)
         if not devices:
             return self.skipped("no NVIDIA GPU found")
-        version = str(torch.get("version"))
+        version = str(torch.version)
         findings: list[Finding] = []
         missing = []
         for d in devices:

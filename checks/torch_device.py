@@ -11,15 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Optional
 
-from rocmdoctor.checks.torch_install import (
-    BUILD_NAMES,
-    build_of,
-    imported_torch_skip_reason,
-    torch_of,
-)
 from rocmdoctor.facts.amd_gpus import GpuAgent, amd_gpus, describe, select
 from rocmdoctor.facts.nvidia_gpus import nvidia_gpus
 from rocmdoctor.facts.platform import platform_kind
+from rocmdoctor.facts.torch import BUILD_NAMES, imported_skip_reason, torch_info
 from rocmdoctor.host import Host
 from rocmdoctor.model import Check, CheckResult, Finding, Fix, Status
 
@@ -61,30 +56,30 @@ class TorchDevice(Check):
     source = HIP_VISIBILITY
 
     def applies(self, host: Host) -> Optional[str]:
-        reason = imported_torch_skip_reason(host)
+        torch = torch_info(host)
+        reason = imported_skip_reason(torch)
         if reason:
             return reason
-        torch = torch_of(host)
         kind = platform_kind(host)
         if kind == "cpu":
             return "no GPU on this machine"
-        build = build_of(torch)
+        build = torch.build
         if build != kind:
             return f"torch is a {BUILD_NAMES.get(build or 'cpu')} build (see torch-install)"
         return None
 
     def run(self, host: Host) -> CheckResult:
-        torch = torch_of(host)
+        torch = torch_info(host)
         kind = platform_kind(host)
         expected, origin, vars_used = expected_gpus(host, kind)
-        seen = int(torch.get("device_count") or 0)
-        devices = torch.get("devices") or []
+        seen = torch.device_count
+        devices = torch.devices
         lister = "rocminfo" if origin == "rocminfo" else origin
         selected = f" ({', '.join(vars_used)})" if vars_used else ""
-        if torch.get("error"):  # the probe crashed or hung after importing torch
+        if torch.error:  # the probe crashed or hung after importing torch
             return self.result(
-                Status.FAIL, f"torch failed on the GPU: {torch['error']}",
-                [Finding.error(str(torch["error"])),
+                Status.FAIL, f"torch failed on the GPU: {torch.error}",
+                [Finding.error(torch.error),
                  Finding.hint("check dmesg for amdgpu/nvidia errors (GPU reset, page fault)")])
         if seen == 0:
             findings = [Finding.error(f"{lister} lists {g}") for g in expected]
@@ -95,21 +90,20 @@ class TorchDevice(Check):
                 findings,
                 Fix("See the kfd-access, gfx-override, visible-devices and torch-arch-support "
                     "results for why the runtime hides the GPU."))
-        findings = [Finding.info(f"GPU {d.get('index')}: {d.get('name')}"
-                                 + (f" ({d['arch']})" if d.get("arch") else ""))
+        findings = [Finding.info(f"GPU {d.index}: {d.name}" + (f" ({d.arch})" if d.arch else ""))
                     for d in devices]
-        bad = [d for d in devices if not (d.get("smoke") or {}).get("ok", True)]
+        bad = [d for d in devices if d.smoke is not None and d.smoke.ok is False]
         for d in bad:
             findings.append(Finding.error(
-                f"GPU {d.get('index')} {d.get('name')}: {(d.get('smoke') or {}).get('error')}"))
+                f"GPU {d.index} {d.name}: {d.smoke.error if d.smoke else None}"))
         if bad:
             first = bad[0]
             fix = Fix("Wrong results on a GPU usually mean its code was built for another "
                       "target (HSA_OVERRIDE_GFX_VERSION) or an unsupported setup; see "
                       "gfx-override and torch-arch-support, and check dmesg.")
             return self.result(
-                Status.FAIL, f"the smoke test failed on GPU {first.get('index')} "
-                f"({first.get('name')})", findings, fix)
+                Status.FAIL, f"the smoke test failed on GPU {first.index} "
+                f"({first.name})", findings, fix)
         counted = f"torch sees {seen} GPU{'s' if seen != 1 else ''}"
         if expected and seen != len(expected):
             findings.append(Finding.error(
@@ -118,6 +112,6 @@ class TorchDevice(Check):
                                f"{selected}", findings,
                                Fix("Check HIP_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES (see "
                                    "visible-devices)."))
-        tested = bool(devices) and all(d.get("smoke") for d in devices)
+        tested = bool(devices) and all(d.smoke is not None for d in devices)
         checked = "matmul and conv2d match the CPU on each" if tested else "no smoke test ran"
         return self.passed(f"{counted}{selected}; {checked}", findings)

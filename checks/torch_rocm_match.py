@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from typing import Optional
 
-from rocmdoctor.checks.torch_install import imported_torch_skip_reason, rocm_index_line, torch_of
 from rocmdoctor.facts.rocm_version import RocmInstall, installed_rocm
+from rocmdoctor.facts.torch import imported_skip_reason, torch_info
+from rocmdoctor.facts.torch_wheel import rocm_index_line
 from rocmdoctor.host import Host
 from rocmdoctor.kb import torch_wheels as wheels
 from rocmdoctor.model import Check, CheckResult, Finding, Fix, Status
@@ -46,20 +47,20 @@ class TorchRocmMatch(Check):
     source = wheels.KMD_MATRIX
 
     def applies(self, host: Host) -> Optional[str]:
-        reason = imported_torch_skip_reason(host)
+        torch = torch_info(host)
+        reason = imported_skip_reason(torch)
         if reason:
             return reason
-        torch = torch_of(host)
-        if not torch.get("hip"):
-            kind = "a CUDA" if torch.get("cuda") else "a CPU"
-            return f"torch {torch.get('version')} is {kind} build, not a ROCm build"
+        if not torch.hip:
+            kind = "a CUDA" if torch.cuda else "a CPU"
+            return f"torch {torch.version} is {kind} build, not a ROCm build"
         return None
 
     def run(self, host: Host) -> CheckResult:
-        torch = torch_of(host)
-        version = str(torch.get("version"))
-        built, built_minor = wheel_rocm(str(torch["hip"]))
-        bundled = torch.get("bundles_rocm")
+        torch = torch_info(host)
+        version = str(torch.version)
+        built, built_minor = wheel_rocm(str(torch.hip))
+        bundled = torch.bundles_rocm
         system = installed_rocm(host)
         findings: list[Finding] = []
         status, fix = Status.PASS, None

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Optional
 
-from rocmdoctor.checks.torch_install import installed_torch, probe_skip_reason, torch_of
+from rocmdoctor.facts.torch import probe_skip_reason, torch_info
 from rocmdoctor.host import Host
 from rocmdoctor.kb import torch_wheels as wheels
 from rocmdoctor.model import Check, CheckResult, Finding, Fix, Status
@@ -60,10 +60,10 @@ class TorchvisionMatch(Check):
     source = wheels.VISION_README
 
     def applies(self, host: Host) -> Optional[str]:
-        reason = probe_skip_reason(host)
+        reason = probe_skip_reason(torch_info(host))
         if reason:
             return reason
-        if not ((host.python() or {}).get("packages") or {}).get("torchvision"):
+        if not torch_info(host).packages.get("torchvision"):
             return "torchvision is not installed"
         if not self._torch_version(host):
             return "torch is not installed (see torch-install)"
@@ -71,14 +71,12 @@ class TorchvisionMatch(Check):
 
     @staticmethod
     def _torch_version(host: Host) -> Optional[str]:
-        torch = torch_of(host)
-        if torch.get("imported") and torch.get("version"):
-            return str(torch["version"])
-        return installed_torch(host)
+        torch = torch_info(host)
+        return torch.version if torch.imported and torch.version else torch.package
 
     def run(self, host: Host) -> CheckResult:
         torch_v = self._torch_version(host) or ""
-        vision = str(((host.python() or {}).get("packages") or {})["torchvision"])
+        vision = torch_info(host).packages["torchvision"]
         t_local = wheels.split_local(torch_v)[1]
         v_public, v_local = wheels.split_local(vision)
         want_minor = wheels.expected_torchvision_minor(torch_v)

@@ -126,10 +126,11 @@ def _gpu_code(entry: KnownMessage, text: str, host: Optional[Host], ctx: _Contex
     if host is None:
         return
     from rocmdoctor.facts.amd_gpus import amd_gpus, describe
+    from rocmdoctor.facts.torch import torch_info
     from rocmdoctor.kb.gfx import override_for, override_value_target
 
-    torch = (host.python() or {}).get("torch") or {}
-    arch = torch.get("arch_list")
+    probed = torch_info(host)
+    arch = probed.arch_list if probed.imported else None
     override = host.env.get("HSA_OVERRIDE_GFX_VERSION")
     if override:
         target = override_value_target(override) or "?"
@@ -208,10 +209,10 @@ def _out_of_memory(entry: KnownMessage, text: str, host: Optional[Host],
                          f"in TheRock issue 1054.")
     if host is None or too_big:
         return
-    from rocmdoctor.checks.allocator_config import torch_facts
+    from rocmdoctor.facts.torch import torch_info
     from rocmdoctor.kb import allocator as kb
 
-    facts = torch_facts(host)
+    facts = torch_info(host)
     if facts.build not in ("rocm", "cuda"):
         return
     already = [v for v in kb.ALL_VARIABLES if v in host.env]
@@ -220,13 +221,13 @@ def _out_of_memory(entry: KnownMessage, text: str, host: Optional[Host],
                          f"`rocmdoctor check --only allocator-config` says whether torch uses it.")
         return
     works = facts.build == "cuda" or (
-        (facts.version or (0,)) >= kb.ROCM_EXPANDABLE_TORCH
-        and (facts.rocm or (0,)) >= kb.ROCM_EXPANDABLE_ROCM)
+        (facts.release or (0,)) >= kb.ROCM_EXPANDABLE_TORCH
+        and (facts.rocm_release or (0,)) >= kb.ROCM_EXPANDABLE_ROCM)
     var = kb.HIP_ALLOC_CONF if facts.build == "rocm" else kb.CUDA_ALLOC_CONF
     value = ("expandable_segments:True" if works else
              "garbage_collection_threshold:0.8,max_split_size_mb:512")
     if not works:
-        ctx.notes.append(f"torch {facts.version_text} ignores expandable_segments on ROCm; "
+        ctx.notes.append(f"torch {facts.public_version} ignores expandable_segments on ROCm; "
                          f"the allocator settings that work here are below.")
     ctx.commands.append(f"export {var}={value}")
 
@@ -261,12 +262,12 @@ def _user_groups(entry: KnownMessage, text: str, host: Optional[Host],
 def _torchvision(entry: KnownMessage, text: str, host: Optional[Host], ctx: _Context) -> None:
     if host is None:
         return
+    from rocmdoctor.facts.torch import torch_info
     from rocmdoctor.kb.torch_wheels import index_url, wheel_release
 
-    probe = host.python() or {}
-    packages = probe.get("packages") or {}
-    torch_version = str((probe.get("torch") or {}).get("version") or packages.get("torch") or "")
-    vision = packages.get("torchvision")
+    probed = torch_info(host)
+    torch_version = probed.any_version or ""
+    vision = probed.packages.get("torchvision")
     release = wheel_release(torch_version) if torch_version else None
     if release is None:
         return

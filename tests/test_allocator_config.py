@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rocmdoctor.checks.allocator_config import AllocatorConfig, torch_facts, version_tuple
+from rocmdoctor.checks.allocator_config import AllocatorConfig
 from rocmdoctor.facts.alloc_conf import (
     LEGACY,
     MODERN,
@@ -24,6 +24,7 @@ from rocmdoctor.facts.alloc_conf import (
     split_items,
     tokenize,
 )
+from rocmdoctor.facts.torch import release_of, torch_info
 from rocmdoctor.host.snapshot import SnapshotHost
 from rocmdoctor.kb import allocator as kb
 from rocmdoctor.model import CheckResult, Finding, Fix, Status
@@ -323,11 +324,11 @@ def test_cpu_build_says_the_setting_has_no_effect() -> None:
 
 def test_torch_facts_from_real_captures() -> None:
     host = SnapshotHost(make_snapshot(python=probe_from_collect_env(TORCH_291_ROCM72)))
-    facts = torch_facts(host)
-    assert (facts.version, facts.version_text, facts.build, facts.rocm) == (
+    facts = torch_info(host)
+    assert (facts.release, facts.public_version, facts.build, facts.rocm_release) == (
         (2, 9, 1), "2.9.1", "rocm", (7, 2, 26015))
-    assert version_tuple("2.14.0.dev20260811") == (2, 14, 0)
-    assert version_tuple("nightly") is None
+    assert release_of("2.14.0.dev20260811") == (2, 14, 0)
+    assert release_of("nightly") is None
 
 
 # --- the parser ---------------------------------------------------------------------------

@@ -9,18 +9,11 @@ from typing import Any, Optional
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rocmdoctor.checks.amdgpu_driver import (
-    AMDGPU_INSTALL,
-    GRUB_COMMANDS,
-    LIBROCDXG,
-    AmdgpuDriver,
-    DkmsEntry,
-    parse_cmdline,
-    parse_dkms_status,
-    parse_modprobe_conf,
-    parse_proc_modules,
-)
+from rocmdoctor.checks.amdgpu_driver import AMDGPU_INSTALL, LIBROCDXG, AmdgpuDriver
+from rocmdoctor.facts.amdgpu_module import DkmsEntry, parse_dkms_status, parse_proc_modules
+from rocmdoctor.facts.boot import parse_cmdline, parse_modprobe_conf
 from rocmdoctor.host.snapshot import SnapshotHost
+from rocmdoctor.kb.boot import GRUB_COMMANDS
 from rocmdoctor.model import CheckResult, Finding, Fix, Status
 from rocmdoctor.runner import run_one
 from tests.helpers import fixture_header, fixture_text, make_snapshot

@@ -8,9 +8,9 @@ from typing import Optional
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rocmdoctor.checks.amdgpu_driver import GRUB_COMMANDS
 from rocmdoctor.checks.ppfeaturemask import PARAM_FILE, PPFeatureMask
 from rocmdoctor.host.snapshot import SnapshotHost
+from rocmdoctor.kb.boot import GRUB_COMMANDS
 from rocmdoctor.kb.ppfeatures import (
     AMDGPU_DRV_C,
     DEFAULT_MASK,

@@ -274,6 +274,12 @@ def index_url(suffix: str) -> str:
     return INDEX_BASE + suffix
 
 
+def pip_line(index: str, force: bool) -> str:
+    """The pip command that installs torch and torchvision from one wheel index."""
+    flag = "--force-reinstall " if force else ""
+    return f"pip install {flag}torch torchvision --index-url {index_url(index)}"
+
+
 def targets_of_index(rocm: str) -> Optional[IndexTargets]:
     for row in INDEX_TARGETS:
         if row.rocm == rocm:
