@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Optional
 
-from rocmdoctor.checks.os_release import OsRelease, read_os_release, wsl_kernel
+from rocmdoctor.facts.os_release import OsRelease, read_os_release, wsl_kernel
 from rocmdoctor.facts.platform import not_rocm_reason
 from rocmdoctor.facts.rocm_version import installed_rocm
 from rocmdoctor.host import Host

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Optional
 
 if TYPE_CHECKING:
@@ -80,7 +80,6 @@ class Report:
     tool_version: str
     platform: str
     results: tuple[CheckResult, ...]
-    facts: dict[str, str] = field(default_factory=dict)
 
     def count(self, status: Status) -> int:
         return sum(1 for r in self.results if r.status is status)
@@ -147,3 +146,38 @@ class Check(ABC):
 
     def skipped(self, summary: str) -> CheckResult:
         return self.result(Status.SKIP, summary)
+
+
+@dataclass(frozen=True)
+class RawSection:
+    """A block of raw output the report shows as it is (rocminfo, the SMI, packages)."""
+
+    title: str
+    text: str
+
+
+@dataclass(frozen=True)
+class ReportFacts:
+    """What `rocmdoctor report` shows beside the checks, gathered before rendering
+    (rocmdoctor.facts.collect_env): the renderer sees these, never the machine."""
+
+    header: tuple[tuple[str, str], ...]  # (label, value) rows of the environment table
+    gpus: tuple[str, ...]  # one line per GPU
+    collect_env: tuple[tuple[str, str], ...]  # the fields torch.utils.collect_env prints
+    sections: tuple[RawSection, ...]  # rocminfo's summary and the SMI output
+    env: tuple[tuple[str, str], ...]  # the GPU-related environment variables, unredacted
+    packages: tuple[tuple[str, str], ...]  # Python packages and their versions
+
+
+# How two GPUs are connected (rocmdoctor.facts.topology reads it; kb.links rates it).
+NVLINK, XGMI, PCIE, SAME_BOARD, UNKNOWN = "nvlink", "xgmi", "pcie", "same-board", "unknown"
+
+
+@dataclass(frozen=True)
+class Link:
+    """The connection between two GPUs, as the tool named it."""
+
+    kind: str  # nvlink, xgmi, pcie, same-board, unknown
+    label: str  # as printed: "NV18", "PIX", "SYS", "XGMI", "PCIE"
+    count: Optional[int] = None  # NVLink links in the bond; AMD: the hop count
+    weight: Optional[int] = None  # AMD only: the relative link weight (lower is closer)

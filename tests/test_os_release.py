@@ -8,10 +8,10 @@ from dataclasses import replace
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rocmdoctor.checks.os_release import (
+from rocmdoctor.checks.os_release import OsReleaseCheck
+from rocmdoctor.facts.os_release import (
     OS_RELEASE_SPEC,
     OsRelease,
-    OsReleaseCheck,
     os_release_from,
     parse_os_release,
     read_os_release,

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from rocmdoctor.checks.registry import all_checks
-from rocmdoctor.facts.collect_env import ReportFacts, gather
+from rocmdoctor.facts.collect_env import report_facts
 from rocmdoctor.host.snapshot import SnapshotHost
-from rocmdoctor.model import Report
+from rocmdoctor.model import Report, ReportFacts
 from rocmdoctor.redact import Redactor
 from rocmdoctor.render.report import (
     GITHUB_BODY_LIMIT,
@@ -86,15 +86,15 @@ def render(data: dict[str, Any], fmt: str = "markdown", redact: bool = True,
            limit: int = GITHUB_BODY_LIMIT) -> str:
     host = SnapshotHost(data)
     report: Report = run_checks(host, all_checks())
-    facts: ReportFacts = gather(host)
+    facts: ReportFacts = report_facts(host, report.platform, report.tool_version)
     user = host.user.name
     redactor = Redactor((user,), (host.platform.hostname,), (f"/home/{user}",), enabled=redact)
     if fmt == "markdown":
-        return render_markdown(report, host, facts, redactor, snapshot_name="snap.json.gz",
+        return render_markdown(report, facts, redactor, snapshot_name="snap.json.gz",
                                limit=limit)
     if fmt == "text":
-        return render_text(report, host, facts, redactor)
-    return render_report_json(report, host, facts, redactor)
+        return render_text(report, facts, redactor)
+    return render_report_json(report, facts, redactor)
 
 
 @pytest.mark.parametrize("name", sorted(MACHINES))

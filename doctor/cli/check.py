@@ -206,13 +206,13 @@ def report(
         raise fail(f"unknown --format {fmt!r} (choose markdown, text or json)")
     if snapshot_out is not None and from_file is not None:
         raise fail("--snapshot needs a live run; it cannot be combined with --from")
-    from rocmdoctor.facts.collect_env import gather
+    from rocmdoctor.facts.collect_env import report_facts
     from rocmdoctor.redact import Redactor
     from rocmdoctor.render.report import render_markdown, render_report_json, render_text
 
     host = _make_host(from_file, timeout, python)
     result = _run_report(host, _select([], [], collectives))
-    facts = gather(host)
+    facts = report_facts(host, result.platform, result.tool_version)
     user = host.user.name
     homes = tuple(h for h in (host.env.get("HOME"), f"/home/{user}") if h)
     hostname = host.platform.hostname
@@ -231,11 +231,11 @@ def report(
             raise fail(f"cannot write {snapshot_out}: {exc.strerror or exc}") from None
     if fmt == "markdown":
         name = snapshot_out or from_file
-        text = render_markdown(result, host, facts, redactor, snapshot_name=name)
+        text = render_markdown(result, facts, redactor, snapshot_name=name)
     elif fmt == "text":
-        text = render_text(result, host, facts, redactor)
+        text = render_text(result, facts, redactor)
     else:
-        text = render_report_json(result, host, facts, redactor)
+        text = render_report_json(result, facts, redactor)
     _write_output(text, output)
 
 

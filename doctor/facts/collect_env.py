@@ -1,17 +1,22 @@
-"""The raw facts `rocmdoctor report` shows beside the checks: what collect_env prints, and
-what it lacks on ROCm. Everything comes through the Host, so `snapshot` records it and a
-replay (`report --from`) shows the same thing.
+"""The facts `rocmdoctor report` shows beside the checks: what collect_env prints, what it
+lacks on ROCm, and the environment table. Everything comes through the Host, so `snapshot`
+records it and a replay (`report --from`) shows the same thing; `report_facts` gathers it all
+into a model.ReportFacts before anything is rendered.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any, Optional
+from dataclasses import dataclass
+from typing import Optional
 
+from rocmdoctor.facts.os_release import read_os_release
 from rocmdoctor.facts.rocminfo import ANSI
+from rocmdoctor.facts.torch import TorchInfo, torch_info
 from rocmdoctor.host import CommandResult, Host
+from rocmdoctor.model import RawSection, ReportFacts
 
 # The SMI to show: amd-smi where it exists, else rocm-smi; nvidia-smi on NVIDIA machines.
 AMD_SMI_COMMANDS = (("amd-smi", "version"), ("amd-smi", "static"))
@@ -29,28 +34,25 @@ ENV_PREFIXES = ("HIP_", "HSA_", "ROCR_", "ROCM", "AMD_", "MIOPEN_", "PYTORCH_", 
                 "CUDA_", "NCCL_", "RCCL_", "OMP_")
 
 
-@dataclass(frozen=True)
-class RawSection:
-    title: str
-    text: str
+ALLOC_VARIABLES = ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_HIP_ALLOC_CONF", "PYTORCH_ALLOC_CONF")
+NA = "n/a"
 
 
 @dataclass(frozen=True)
-class ReportFacts:
+class RawFacts:
+    """The commands and files the report reads for itself (memoised per host)."""
+
     os_name: Optional[str]
     cpu: Optional[str]
     toolchain: dict[str, str]
     smi: tuple[RawSection, ...]
     rocminfo: Optional[RawSection]
     env: dict[str, str]
-    libc: Optional[str] = None
-    extras: dict[str, Any] = field(default_factory=dict)
 
 
 def os_pretty_name(host: Host) -> Optional[str]:
-    text = host.read_file("/etc/os-release") or ""
-    match = re.search(r'^PRETTY_NAME="?([^"\n]*)"?', text, re.MULTILINE)
-    return match.group(1) if match else None
+    osr = read_os_release(host)
+    return osr.pretty_name if osr else None
 
 
 def _first_match(result: CommandResult, pattern: str) -> Optional[str]:
@@ -91,10 +93,10 @@ def rocminfo_summary(text: str) -> str:
     return "\n".join(lines)
 
 
-def gather(host: Host) -> ReportFacts:
+def gather(host: Host) -> RawFacts:
     """Collect the report's raw facts once per host."""
 
-    def compute() -> ReportFacts:
+    def compute() -> RawFacts:
         from rocmdoctor.facts.platform import platform_kind
 
         kind = platform_kind(host)
@@ -119,7 +121,7 @@ def gather(host: Host) -> ReportFacts:
             if value:
                 toolchain[label] = value
         env = {k: v for k, v in sorted(host.env.items()) if k.startswith(ENV_PREFIXES)}
-        return ReportFacts(
+        return RawFacts(
             os_name=os_pretty_name(host),
             cpu=_cpu_model(host),
             toolchain=toolchain,
@@ -129,3 +131,126 @@ def gather(host: Host) -> ReportFacts:
         )
 
     return host.memo("report:facts", compute)
+
+
+def _gib(n: Optional[int]) -> str:
+    return f"{n / 2**30:.1f} GiB" if n else "?"
+
+
+def _torch_line(torch: TorchInfo) -> tuple[str, str]:
+    if not torch.probed:
+        return "not probed", NA
+    if not torch.imported:
+        err = torch.error or "not installed"
+        line = f"{torch.package} (import failed: {err})" if torch.package else err
+    else:
+        build = (f"HIP {torch.hip}" if torch.hip else f"CUDA {torch.cuda}" if torch.cuda
+                 else "CPU build")
+        line = (f"{torch.version} ({build}); available: {torch.available}, "
+                f"devices: {torch.device_count}")
+    return line, torch.packages.get("torchvision") or "not installed"
+
+
+def header_rows(host: Host, raw: RawFacts, platform: str, tool_version: str
+                ) -> list[tuple[str, str]]:
+    from rocmdoctor.facts.amdgpu_module import describe_driver
+    from rocmdoctor.facts.machine import nvidia_driver_version
+    from rocmdoctor.facts.rocm_version import installed_rocm
+
+    plat = host.platform
+    torch = torch_info(host)
+    rows: list[tuple[str, str]] = [
+        ("rocmdoctor", tool_version),
+        ("OS", f"{raw.os_name or 'unknown'} ({plat.machine})"),
+        ("Kernel", plat.kernel_release or "unknown"),
+    ]
+    rocm = installed_rocm(host)
+    rows.append(("ROCm", f"{rocm.version} ({rocm.root})" if rocm else "not installed"))
+    if platform == "rocm":
+        rows.append(("amdgpu driver", describe_driver(host)))
+    nvidia = nvidia_driver_version(host)
+    if nvidia:
+        rows.append(("NVIDIA driver", nvidia))
+    if torch.probed:
+        rows.append(("Python", f"{torch.python_version or '?'} ({torch.executable or '?'})"))
+    torch_line, vision = _torch_line(torch)
+    rows.append(("PyTorch", torch_line))
+    rows.append(("torchvision", vision))
+    rows.append(("CPU", raw.cpu or "unknown"))
+    return rows
+
+
+def gpu_lines(host: Host, platform: str) -> list[str]:
+    """One line per GPU: from rocminfo/KFD on AMD machines, else what torch saw."""
+    from rocmdoctor.facts.amd_gpus import amd_gpus
+
+    torch = torch_info(host)
+    arch_list = set(torch.arch_list)
+    gpus: list[str] = []
+    inventory = amd_gpus(host) if platform == "rocm" else None
+    if inventory is not None and inventory.gpus:
+        for g in inventory.gpus:
+            support = ""
+            if arch_list:
+                support = ", in torch's arch list" if g.gfx in arch_list else (
+                    ", NOT in torch's arch list")
+            kind = ", integrated" if g.is_integrated else ""
+            cus = f", {g.compute_units} CUs" if g.compute_units else ""
+            gpus.append(f"{g.index}: {g.name} ({g.gfx_full}{cus}, {_gib(g.vram_bytes)}"
+                        f"{kind}{support})")
+        return gpus
+    return [f"{d.index}: {d.name} ({d.arch}, {_gib(d.total_memory)})" for d in torch.devices]
+
+
+def _text(value: object) -> str:
+    return NA if value is None else str(value)
+
+
+def collect_env_fields(host: Host, raw: RawFacts) -> list[tuple[str, str]]:
+    """The fields `python -m torch.utils.collect_env` prints, filled the way it fills them
+    (torch/utils/collect_env.py: get_libc_version, get_python_platform, get_cudnn_version)."""
+    from rocmdoctor.facts.machine import nvidia_driver_version
+
+    torch = torch_info(host)
+    alloc = {k: v for k, v in raw.env.items() if k in ALLOC_VARIABLES}
+    return [
+        ("PyTorch version", _text(torch.version or torch.package)),
+        ("Is debug build", _text(torch.debug)),
+        ("CUDA used to build PyTorch", _text(torch.cuda)),
+        ("ROCM used to build PyTorch", _text(torch.hip)),
+        ("OS", f"{raw.os_name or NA} ({host.platform.machine})"),
+        ("GCC version", raw.toolchain.get("GCC version", NA)),
+        ("Clang version", raw.toolchain.get("Clang version", NA)),
+        ("CMake version", raw.toolchain.get("CMake version", NA)),
+        ("Libc version", _text(torch.libc)),
+        ("Python version", _text(torch.python_version)),
+        ("Python platform", _text(torch.python_platform)),
+        ("Is CUDA available", _text(torch.available)),
+        ("CUDA runtime version", raw.toolchain.get("CUDA runtime version (nvcc)", NA)),
+        ("CUDA_MODULE_LOADING set to", host.env.get("CUDA_MODULE_LOADING", NA)),
+        ("GPU models and configuration",
+         "; ".join(f"GPU {d.index}: {d.name} ({d.arch})" for d in torch.devices) or NA),
+        ("Nvidia driver version", nvidia_driver_version(host) or NA),
+        ("cuDNN version", _text(torch.cudnn_version) if torch.cuda else NA),
+        ("HIP runtime version", _text(torch.hip_runtime)),
+        ("MIOpen runtime version", _text(torch.miopen)),
+        ("Is XNNPACK available", _text(torch.xnnpack)),
+        ("Caching allocator config", json.dumps(alloc) if alloc else "not set"),
+        ("HIP version (hipcc)", raw.toolchain.get("HIP version (hipcc)", NA)),
+        ("Versions of relevant libraries",
+         ", ".join(f"{k}=={v}" for k, v in sorted(torch.packages.items()) if v) or NA),
+    ]
+
+
+def report_facts(host: Host, platform: str, tool_version: str) -> ReportFacts:
+    """Everything the report shows beside the check results, read now."""
+    raw = gather(host)
+    sections = ((raw.rocminfo,) if raw.rocminfo is not None else ()) + raw.smi
+    return ReportFacts(
+        header=tuple(header_rows(host, raw, platform, tool_version)),
+        gpus=tuple(gpu_lines(host, platform)),
+        collect_env=tuple(collect_env_fields(host, raw)),
+        sections=sections,
+        env=tuple(raw.env.items()),
+        packages=tuple(sorted(torch_info(host).packages.items())),
+    )

@@ -15,25 +15,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Optional
 
+from rocmdoctor.facts.torch import TorchInfo, torch_info
 from rocmdoctor.host import Host
 
 MACHINE_FIELDS = ("node", "os", "kernel", "rocm", "amdgpu_driver", "nvidia_driver", "python",
                   "torch", "torch_build", "torchvision", "gpus")
 REDACTED_HOST = "<redacted>"
-
-
-def amdgpu_version(host: Host) -> str:
-    """'6.8.5 (AMD DKMS)', 'inbox driver of kernel X' or 'not loaded'.
-
-    /sys/module/amdgpu/version exists only for the out-of-tree (DKMS) module; the kernel's
-    own amdgpu carries no version of its own.
-    """
-    if not host.exists("/sys/module/amdgpu"):
-        return "not loaded"
-    version = (host.read_file("/sys/module/amdgpu/version") or "").strip()
-    if version:
-        return f"{version} (AMD DKMS)"
-    return f"inbox driver of kernel {host.platform.kernel_release}"
 
 
 def nvidia_driver_version(host: Host) -> Optional[str]:
@@ -79,71 +66,45 @@ def expand_output_pattern(pattern: str, env: Mapping[str, str], hostname: str) -
     return "".join(out)
 
 
-def _computed(host: Host, key: str) -> bool:
-    """Whether a memoised fact is already known (the checks computed it): never wait for
-    one a stuck check is still computing, never start one."""
-    entry = getattr(host, "_memo", {}).get(key)
-    return entry is not None and entry.done and entry.error is None
+def _torch_facts(torch: TorchInfo) -> dict[str, Optional[str]]:
+    if not torch.probed:
+        return {"python": None, "torch": None, "torch_build": None, "torchvision": None}
+    build = None
+    if torch.imported:
+        build = f"HIP {torch.hip}" if torch.hip else f"CUDA {torch.cuda}" if torch.cuda else "CPU"
+    return {"python": torch.python_version,
+            "torch": torch.version if torch.imported else torch.package,
+            "torch_build": build, "torchvision": torch.packages.get("torchvision")}
 
 
-def _torch_facts(probe: Optional[Mapping[str, Any]]) -> dict[str, Optional[str]]:
-    out: dict[str, Optional[str]] = {"python": None, "torch": None, "torch_build": None,
-                                     "torchvision": None}
-    if not isinstance(probe, Mapping):
-        return out
-    torch = _mapping(probe.get("torch"))
-    packages = _mapping(probe.get("packages"))
-    out["python"] = _text(probe.get("version"))
-    out["torchvision"] = _text(packages.get("torchvision"))
-    if torch.get("imported"):
-        out["torch"] = _text(torch.get("version"))
-        out["torch_build"] = (f"HIP {torch['hip']}" if torch.get("hip") else
-                              f"CUDA {torch['cuda']}" if torch.get("cuda") else "CPU")
-    else:
-        out["torch"] = _text(packages.get("torch"))
-    return out
+def _torch_gpus(torch: TorchInfo) -> list[str]:
+    return [" ".join(p for p in ((d.arch or "").split(":")[0], d.name) if p)
+            for d in torch.devices]
 
 
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
-def _text(value: Any) -> Optional[str]:
-    return str(value) if value not in (None, "") else None
-
-
-def _torch_gpus(probe: Optional[Mapping[str, Any]]) -> list[str]:
-    devices = _mapping(_mapping(probe).get("torch")).get("devices")
-    gpus = []
-    for d in devices if isinstance(devices, list) else []:
-        if isinstance(d, Mapping):
-            arch = str(d.get("arch") or "").split(":")[0]
-            gpus.append(" ".join(p for p in (arch, str(d.get("name") or "")) if p))
-    return gpus
-
-
-def gpu_list(host: Host, platform: str, probe: Optional[Mapping[str, Any]]) -> list[str]:
+def gpu_list(host: Host, platform: str, torch: TorchInfo) -> list[str]:
     """'gfx942 AMD Instinct MI300X' per AMD GPU (rocminfo / KFD), 'sm_90 NVIDIA H200' per
     NVIDIA GPU (nvidia-smi), else what torch saw; only from inventories already taken."""
-    if platform == "rocm" and _computed(host, "gpus:amd"):
+    if platform == "rocm" and host.known("gpus:amd"):
         from rocmdoctor.facts.amd_gpus import amd_gpus, describe
 
         amd = [describe(g) for g in amd_gpus(host).gpus]
         if amd:
             return amd
-    if platform == "cuda" and _computed(host, "nvidia:gpus"):
+    if platform == "cuda" and host.known("nvidia:gpus"):
         from rocmdoctor.facts.nvidia_gpus import nvidia_gpus
 
         nvidia = [f"{g.sm} {g.name}" if g.sm else g.name for g in nvidia_gpus(host).gpus]
         if nvidia:
             return nvidia
-    return _torch_gpus(probe)
+    return _torch_gpus(torch)
 
 
 def machine_facts(host: Host, platform: str, probe: bool = True) -> dict[str, Any]:
     """The `machine` object of `check --json`. `probe=False` when the run did not start the
     Python probe (then the Python/torch fields are null). Never raises: a fact that cannot
     be had is null."""
+    from rocmdoctor.facts.amdgpu_module import describe_driver
     from rocmdoctor.facts.collect_env import os_pretty_name
     from rocmdoctor.facts.platform import kernel_release
     from rocmdoctor.facts.rocm_version import installed_rocm
@@ -162,18 +123,15 @@ def machine_facts(host: Host, platform: str, probe: bool = True) -> dict[str, An
     attempt("kernel", lambda: None if kernel_release(host) == "unknown" else kernel_release(host))
     attempt("rocm", lambda: getattr(installed_rocm(host), "version", None))
     if platform == "rocm":
-        attempt("amdgpu_driver", lambda: amdgpu_version(host))
-    if _computed(host, "nvidia:gpus"):  # nvidia-smi ran for a check: its answer is free
+        attempt("amdgpu_driver", lambda: describe_driver(host))
+    if host.known("nvidia:gpus"):  # nvidia-smi ran for a check: its answer is free
         attempt("nvidia_driver", lambda: nvidia_driver_version(host))
-    probed: Optional[Mapping[str, Any]] = None
+    probed = TorchInfo(probed=False)
     if probe:
         try:
-            probed = host.python()
+            probed = torch_info(host)
         except Exception:
-            probed = None
-    try:
-        out.update(_torch_facts(probed))
-    except Exception:
-        pass
+            pass
+    out.update(_torch_facts(probed))
     attempt("gpus", lambda: gpu_list(host, platform, probed))
     return out

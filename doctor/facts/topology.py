@@ -26,12 +26,12 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 from rocmdoctor.host import Host
+from rocmdoctor.model import NVLINK, PCIE, SAME_BOARD, UNKNOWN, XGMI, Link
 
 NVIDIA_TOPO_ARGV: tuple[str, ...] = ("nvidia-smi", "topo", "-m")
 AMD_SMI_TOPO_ARGV: tuple[str, ...] = ("amd-smi", "topology")
 ROCM_SMI_TOPO_ARGV: tuple[str, ...] = ("rocm-smi", "--showtopo")
 
-NVLINK, XGMI, PCIE, SAME_BOARD, UNKNOWN = "nvlink", "xgmi", "pcie", "same-board", "unknown"
 
 # Pastes carry colour codes (ESC [ ... m) and CR line ends; both go before parsing.
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
@@ -43,16 +43,6 @@ _AMD_KINDS: Mapping[str, str] = {"XGMI": XGMI, "PCIE": PCIE, "INTERNAL": SAME_BO
 _AMD_SELF = frozenset({"SELF", "X", "0"})
 _ROCM_NUMA = re.compile(r"GPU\[([0-9]+)\]\s*:\s*\(Topology\)\s*Numa Node:\s*(-?[0-9]+)", re.I)
 _NVIDIA_EXTRAS = ("CPU Affinity", "NUMA Affinity", "GPU NUMA ID")
-
-
-@dataclass(frozen=True)
-class Link:
-    """The connection between two GPUs, as the tool named it."""
-
-    kind: str  # nvlink, xgmi, pcie, same-board, unknown
-    label: str  # as printed: "NV18", "PIX", "SYS", "XGMI", "PCIE"
-    count: Optional[int] = None  # NVLink links in the bond; AMD: the hop count
-    weight: Optional[int] = None  # AMD only: the relative link weight (lower is closer)
 
 
 @dataclass(frozen=True)

@@ -98,6 +98,8 @@ class TorchInfo:
     probed: bool  # the probe ran (its result may still say torch does not import)
     executable: Optional[str] = None
     python_version: Optional[str] = None
+    python_platform: Optional[str] = None  # platform.platform()
+    libc: Optional[str] = None  # "glibc-2.35"
     packages: Mapping[str, str] = field(default_factory=dict)
     imported: bool = False
     error: Optional[str] = None  # the import error, or why the probe failed
@@ -114,6 +116,8 @@ class TorchInfo:
     hip_runtime: Optional[str] = None
     miopen: Optional[str] = None
     cudnn_version: Optional[int] = None
+    xnnpack: Optional[bool] = None
+    debug: Optional[bool] = None  # torch.version.debug
     # The probe process itself: its exit status, whether it was cut off, an error on exit.
     returncode: int = 0
     timed_out: bool = False
@@ -196,6 +200,8 @@ def torch_info_of(probe: Any) -> TorchInfo:
         probed=True,
         executable=_text(probe.get("executable")),
         python_version=_text(probe.get("version")),
+        python_platform=_text(probe.get("platform")),
+        libc=_text(probe.get("libc")),
         packages=packages,
         imported=imported,
         error=_text(torch.get("error")),
@@ -213,6 +219,8 @@ def torch_info_of(probe: Any) -> TorchInfo:
         hip_runtime=_text(torch.get("hip_runtime")),
         miopen=_text(torch.get("miopen")),
         cudnn_version=_int(torch.get("cudnn_version")),
+        xnnpack=_bool(torch.get("xnnpack")),
+        debug=_bool(torch.get("debug")),
         returncode=_int(meta.get("returncode")) or 0,
         timed_out=meta.get("timed_out") is True,
         exit_error=_text(meta.get("exit_error")),

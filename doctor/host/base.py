@@ -179,6 +179,13 @@ class Host(ABC):
     def exists(self, path: str) -> bool:
         return self.stat(path) is not None
 
+    def known(self, key: str) -> bool:
+        """Whether the memoised fact `key` is already computed, without error: a caller that
+        only wants facts the checks paid for never waits for one, never starts one."""
+        with self._memo_lock:
+            entry = self._memo.get(key)
+        return entry is not None and entry.done and entry.error is None
+
     def memo(self, key: str, compute: Callable[[], T]) -> T:
         """Compute a derived fact once per host, even when checks ask concurrently."""
         with self._memo_lock:

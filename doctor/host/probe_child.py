@@ -49,6 +49,25 @@ def _die_with_parent(parent_pid: Optional[int]) -> None:
         pass
 
 
+def _libc() -> Optional[str]:
+    import platform
+
+    try:
+        lib, version = platform.libc_ver()
+    except Exception:
+        return None
+    return f"{lib}-{version}" if lib else None
+
+
+def _platform() -> Optional[str]:
+    import platform
+
+    try:
+        return platform.platform()
+    except Exception:
+        return None
+
+
 def _last_line(exc: BaseException) -> str:
     lines = traceback.format_exception_only(type(exc), exc)
     text = "".join(lines).strip().splitlines()
@@ -62,6 +81,9 @@ class Probe:
             "version": ".".join(str(p) for p in sys.version_info[:3]),
             "prefix": sys.prefix,
             "in_venv": sys.prefix != getattr(sys, "base_prefix", sys.prefix),
+            # What torch.utils.collect_env prints as "Libc version" and "Python platform".
+            "libc": _libc(),
+            "platform": _platform(),
             "packages": {},
             "torch": {"imported": False, "error": None},
         }
@@ -163,7 +185,14 @@ class Probe:
 
     @staticmethod
     def cudnn(torch: Any, info: dict[str, Any]) -> None:
-        """cuDNN's version on CUDA builds, MIOpen's on ROCm builds (torch.backends.cudnn)."""
+        """cuDNN's version on CUDA builds, MIOpen's on ROCm builds (torch.backends.cudnn);
+        whether XNNPACK is built in (collect_env's "Is XNNPACK available")."""
+        try:
+            import importlib
+
+            info["xnnpack"] = bool(importlib.import_module("torch.backends.xnnpack").enabled)
+        except Exception:
+            info["xnnpack"] = None
         try:
             version = torch.backends.cudnn.version()
             info["cudnn_version"] = int(version) if version is not None else None

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
-from rocmdoctor.facts.topology import NVLINK, PCIE, XGMI, Link
+from rocmdoctor.model import NVLINK, PCIE, XGMI, Link
 
 # NVIDIA's own MLPerf system descriptions (submitter NVIDIA): "18x 4th Gen NVLink, 900GB/s",
 # "accelerator_host_interconnect": "PCIe Gen5 x16".

@@ -18,8 +18,7 @@ from rocmdoctor.fleet import (
     reference_label,
 )
 from rocmdoctor.model import Fix, Status
-from rocmdoctor.render.report import MARK
-from rocmdoctor.render.terminal import MARKS
+from rocmdoctor.render.marks import MARK, MARKS
 
 LABELS = {"gpus": "GPUs", "rocm": "ROCm", "amdgpu_driver": "amdgpu",
           "nvidia_driver": "NVIDIA driver", "torch": "torch", "torchvision": "torchvision"}

@@ -1,143 +1,21 @@
 """`rocmdoctor report`: an issue-ready Markdown (or text / JSON) report, safe to publish.
 
-A pure function of the Report, the raw facts and the host's facts. Redaction is applied to
-the whole rendered text, so nothing personal slips through a section that forgot it.
+A pure function of the Report and the gathered ReportFacts (rocmdoctor.facts.collect_env):
+it never sees the machine. Redaction is applied to the whole rendered text, so nothing
+personal slips through a section that forgot it.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Optional
 
-from rocmdoctor.facts.collect_env import RawSection, ReportFacts
-from rocmdoctor.facts.machine import amdgpu_version as _amdgpu_version
-from rocmdoctor.facts.machine import nvidia_driver_version as _nvidia_version
-from rocmdoctor.host import Host
-from rocmdoctor.model import Report, Status
+from rocmdoctor.model import RawSection, Report, ReportFacts, Status
 from rocmdoctor.redact import Redactor, redact_tree
 from rocmdoctor.render.check_json import report_to_dict
+from rocmdoctor.render.marks import MARK
 
 GITHUB_BODY_LIMIT = 65536  # characters in a GitHub issue body
-MARK = {Status.PASS: "✅", Status.WARN: "⚠️", Status.FAIL: "❌", Status.SKIP: "➖",
-        Status.ERROR: "💥"}
-
-
-@dataclass(frozen=True)
-class Header:
-    rows: tuple[tuple[str, str], ...]
-    gpus: tuple[str, ...]
-
-
-def _gib(n: Optional[int]) -> str:
-    return f"{n / 2**30:.1f} GiB" if n else "?"
-
-
-def _torch_line(probe: Optional[dict[str, Any]]) -> tuple[str, str]:
-    if probe is None:
-        return "not probed", "n/a"
-    torch = probe.get("torch") or {}
-    packages = probe.get("packages") or {}
-    if not torch.get("imported"):
-        version = packages.get("torch")
-        err = torch.get("error") or "not installed"
-        line = f"{version} (import failed: {err})" if version else err
-    else:
-        build = (f"HIP {torch['hip']}" if torch.get("hip") else
-                 f"CUDA {torch['cuda']}" if torch.get("cuda") else "CPU build")
-        line = (f"{torch.get('version')} ({build}); available: {torch.get('available')}, "
-                f"devices: {torch.get('device_count')}")
-    return line, str(packages.get("torchvision") or "not installed")
-
-
-def build_header(host: Host, facts: ReportFacts, report: Report) -> Header:
-    from rocmdoctor.facts.amd_gpus import amd_gpus
-    from rocmdoctor.facts.rocm_version import installed_rocm
-
-    plat = host.platform
-    probe = host.python()
-    rows: list[tuple[str, str]] = [
-        ("rocmdoctor", report.tool_version),
-        ("OS", f"{facts.os_name or 'unknown'} ({plat.machine})"),
-        ("Kernel", plat.kernel_release or "unknown"),
-    ]
-    rocm = installed_rocm(host)
-    rows.append(("ROCm", f"{rocm.version} ({rocm.root})" if rocm else "not installed"))
-    if report.platform == "rocm":
-        rows.append(("amdgpu driver", _amdgpu_version(host)))
-    nvidia = _nvidia_version(host)
-    if nvidia:
-        rows.append(("NVIDIA driver", nvidia))
-    if probe is not None:
-        rows.append(("Python", f"{probe.get('version', '?')} ({probe.get('executable', '?')})"))
-    torch_line, vision = _torch_line(probe)
-    rows.append(("PyTorch", torch_line))
-    rows.append(("torchvision", vision))
-    rows.append(("CPU", facts.cpu or "unknown"))
-
-    arch_list = set(((probe or {}).get("torch") or {}).get("arch_list") or [])
-    gpus: list[str] = []
-    torch_devices = ((probe or {}).get("torch") or {}).get("devices") or []
-    inventory = amd_gpus(host) if report.platform == "rocm" else None
-    if inventory is not None and inventory.gpus:
-        for g in inventory.gpus:
-            support = ""
-            if arch_list:
-                support = ", in torch's arch list" if g.gfx in arch_list else (
-                    ", NOT in torch's arch list")
-            kind = ", integrated" if g.is_integrated else ""
-            cus = f", {g.compute_units} CUs" if g.compute_units else ""
-            gpus.append(f"{g.index}: {g.name} ({g.gfx_full}{cus}, {_gib(g.vram_bytes)}"
-                        f"{kind}{support})")
-    else:
-        for d in torch_devices:
-            gpus.append(f"{d.get('index')}: {d.get('name')} ({d.get('arch')}, "
-                        f"{_gib(d.get('total_memory'))})")
-    return Header(tuple(rows), tuple(gpus))
-
-
-def collect_env_fields(host: Host, facts: ReportFacts) -> list[tuple[str, str]]:
-    """The fields `python -m torch.utils.collect_env` prints (report-anchors §1a)."""
-    probe = host.python() or {}
-    torch = probe.get("torch") or {}
-    na = "n/a"
-
-    def get(key: str) -> str:
-        value = torch.get(key, probe.get(key))
-        return na if value is None else str(value)
-
-    alloc = {k: v for k, v in facts.env.items()
-             if k in ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_HIP_ALLOC_CONF", "PYTORCH_ALLOC_CONF")}
-    packages = probe.get("packages") or {}
-    devices = torch.get("devices") or []
-    return [
-        ("PyTorch version", get("version")),
-        ("Is debug build", get("debug")),
-        ("CUDA used to build PyTorch", get("cuda")),
-        ("ROCM used to build PyTorch", get("hip")),
-        ("OS", f"{facts.os_name or na} ({host.platform.machine})"),
-        ("GCC version", facts.toolchain.get("GCC version", na)),
-        ("Clang version", facts.toolchain.get("Clang version", na)),
-        ("CMake version", facts.toolchain.get("CMake version", na)),
-        ("Libc version", str(probe.get("libc") or na)),
-        ("Python version", str(probe.get("version") or na)),
-        ("Python platform", str(probe.get("platform") or na)),
-        ("Is CUDA available", get("available")),
-        ("CUDA runtime version", facts.toolchain.get("CUDA runtime version (nvcc)", na)),
-        ("CUDA_MODULE_LOADING set to", host.env.get("CUDA_MODULE_LOADING", na)),
-        ("GPU models and configuration",
-         "; ".join(f"GPU {d.get('index')}: {d.get('name')} ({d.get('arch')})" for d in devices)
-         or na),
-        ("Nvidia driver version", _nvidia_version(host) or na),
-        ("cuDNN version", get("cudnn")),
-        ("HIP runtime version", get("hip_runtime")),
-        ("MIOpen runtime version", get("miopen")),
-        ("Is XNNPACK available", get("xnnpack")),
-        ("Caching allocator config", json.dumps(alloc) if alloc else "not set"),
-        ("HIP version (hipcc)", facts.toolchain.get("HIP version (hipcc)", na)),
-        ("Versions of relevant libraries",
-         ", ".join(f"{k}=={v}" for k, v in sorted(packages.items()) if v) or na),
-    ]
 
 
 def _details(title: str, body: str, lang: str = "") -> str:
@@ -167,37 +45,30 @@ def _problem_lines(report: Report) -> list[str]:
     return out
 
 
-def raw_sections(host: Host, facts: ReportFacts, redactor: Redactor) -> list[RawSection]:
-    sections = []
-    if facts.rocminfo is not None:
-        sections.append(facts.rocminfo)
-    sections.extend(facts.smi)
-    env_text = "\n".join(f"{k}={redactor.env_value(k, v)}" for k, v in facts.env.items())
+def raw_sections(facts: ReportFacts, redactor: Redactor) -> list[RawSection]:
+    sections = list(facts.sections)
+    env_text = "\n".join(f"{k}={redactor.env_value(k, v)}" for k, v in facts.env)
     sections.append(RawSection("Environment variables", env_text or "(none of HIP_, HSA_, "
                                "ROCR_, ROCM, AMD_, MIOPEN_, PYTORCH_, TORCH_, CUDA_, NCCL_, "
                                "RCCL_, OMP_ are set)"))
-    probe = host.python() or {}
-    packages = probe.get("packages") or {}
     sections.append(RawSection(
         "Python packages",
-        "\n".join(f"{k}=={v}" for k, v in sorted(packages.items()) if v) or "(none found)"))
-    collect = "\n".join(f"{k}: {v}" for k, v in collect_env_fields(host, facts))
+        "\n".join(f"{k}=={v}" for k, v in facts.packages if v) or "(none found)"))
+    collect = "\n".join(f"{k}: {v}" for k, v in facts.collect_env)
     sections.append(RawSection("collect_env fields", collect))
     return sections
 
 
 def render_markdown(
     report: Report,
-    host: Host,
     facts: ReportFacts,
     redactor: Redactor,
     snapshot_name: Optional[str] = None,
     limit: int = GITHUB_BODY_LIMIT,
 ) -> str:
-    header = build_header(host, facts, report)
     head = ["## Environment (rocmdoctor report)", "", "| | |", "|---|---|"]
-    head += [f"| {k} | {v} |" for k, v in header.rows]
-    head.append("| GPUs | " + ("<br>".join(header.gpus) if header.gpus else "none found") + " |")
+    head += [f"| {k} | {v} |" for k, v in facts.header]
+    head.append("| GPUs | " + ("<br>".join(facts.gpus) if facts.gpus else "none found") + " |")
     head.append("")
     summary = ", ".join(f"{n} {s}" for s, n in report.summary().items())
     head += [f"### Checks: {summary}", ""]
@@ -213,7 +84,7 @@ def render_markdown(
     else:
         tail = ["Reproduce this diagnosis elsewhere: `rocmdoctor snapshot -o snap.json.gz`, "
                 "then `rocmdoctor check --from snap.json.gz`", ""]
-    sections = raw_sections(host, facts, redactor)
+    sections = raw_sections(facts, redactor)
     bodies = [s.text for s in sections]
 
     def assemble(cut_note: str = "") -> str:
@@ -243,10 +114,9 @@ def render_markdown(
     return text
 
 
-def render_text(report: Report, host: Host, facts: ReportFacts, redactor: Redactor) -> str:
-    header = build_header(host, facts, report)
-    lines = [f"{k}: {v}" for k, v in header.rows]
-    lines += ["GPUs:"] + [f"  {g}" for g in header.gpus or ("none found",)]
+def render_text(report: Report, facts: ReportFacts, redactor: Redactor) -> str:
+    lines = [f"{k}: {v}" for k, v in facts.header]
+    lines += ["GPUs:"] + [f"  {g}" for g in facts.gpus or ("none found",)]
     lines.append("")
     for r in report.results:
         lines.append(f"[{r.status.value}] {r.id}: {r.summary}")
@@ -254,21 +124,19 @@ def render_text(report: Report, host: Host, facts: ReportFacts, redactor: Redact
             lines.append(f"    fix: {r.fix.text}")
             lines.extend(f"      $ {c}" for c in r.fix.commands)
     lines.append("")
-    for s in raw_sections(host, facts, redactor):
+    for s in raw_sections(facts, redactor):
         lines += [f"== {s.title}", s.text, ""]
     return redactor("\n".join(lines) + "\n")
 
 
-def render_report_json(report: Report, host: Host, facts: ReportFacts,
-                       redactor: Redactor) -> str:
-    header = build_header(host, facts, report)
+def render_report_json(report: Report, facts: ReportFacts, redactor: Redactor) -> str:
     data = {
         "schema": "rocmdoctor.report/1",
-        "environment": dict(header.rows),
-        "gpus": list(header.gpus),
+        "environment": dict(facts.header),
+        "gpus": list(facts.gpus),
         "check": report_to_dict(report),
-        "collect_env": dict(collect_env_fields(host, facts)),
-        "raw": {s.title: s.text for s in raw_sections(host, facts, redactor)},
+        "collect_env": dict(facts.collect_env),
+        "raw": {s.title: s.text for s in raw_sections(facts, redactor)},
     }
     return json.dumps(redact_tree(data, redactor), indent=2, ensure_ascii=False) + "\n"
 

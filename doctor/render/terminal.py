@@ -8,14 +8,8 @@ from rich.console import Console
 from rich.text import Text
 
 from rocmdoctor.model import CheckResult, Report, Status
+from rocmdoctor.render.marks import MARKS
 
-MARKS = {
-    Status.PASS: ("[✓]", "green"),
-    Status.WARN: ("[!]", "yellow"),
-    Status.FAIL: ("[✗]", "red"),
-    Status.SKIP: ("[-]", "dim"),
-    Status.ERROR: ("[E]", "magenta"),
-}
 PLURAL = {
     Status.PASS: ("passed", "passed"),
     Status.WARN: ("warning", "warnings"),
@@ -57,8 +51,6 @@ def render_lines(report: Report, verbose: bool = False) -> list[Text]:
     indent = " " * (4 + width + 2)
     out: list[Text] = []
     header = f"rocmdoctor {report.tool_version} · platform: {report.platform}"
-    if report.facts:
-        header += " · " + ", ".join(f"{k} {v}" for k, v in report.facts.items())
     out.append(Text(header, style="bold"))
     out.append(Text(""))
     for r in report.results:
