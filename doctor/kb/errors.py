@@ -8,11 +8,10 @@ answer specific to a machine (or to the numbers in the message itself).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Optional
-
 from rocmdoctor.kb.allocator import CUDA_NOTES
 from rocmdoctor.kb.debug_vars import DEBUG_VARS
+from rocmdoctor.kb.kernel_log import KERNEL_MESSAGES
+from rocmdoctor.kb.messages import DMESG_AMDGPU, KnownMessage
 
 ROCM_3207 = "https://github.com/ROCm/ROCm/issues/3207"
 CLR_CODE_OBJECT = "https://github.com/ROCm/clr/blob/develop/hipamd/src/hip_code_object.cpp"
@@ -37,27 +36,7 @@ TORCH_HCC_REMOVED = "https://github.com/pytorch/pytorch/pull/111975"
 ROCR_FLAGS = ("https://github.com/ROCm/rocm-systems/blob/develop/projects/rocr-runtime/"
               "runtime/hsa-runtime/core/util/flag.h")
 
-DMESG_AMDGPU = "sudo dmesg | grep -iE 'amdgpu|kfd'"
 ARCH_LIST = 'python -c "import torch; print(torch.cuda.get_arch_list())"'
-
-
-@dataclass(frozen=True)
-class KnownMessage:
-    key: str
-    title: str
-    kind: str  # error, kernel-log, not-a-setting (copied from a blog, does not exist), harmful
-    patterns: tuple[str, ...]  # regular expressions, case-insensitive, matched per line
-    cause: str
-    fix: str
-    check: Optional[str]  # the `rocmdoctor check` id that confirms it
-    source: str
-    commands: tuple[str, ...] = ()
-    needs_root: bool = False
-    needs_relogin: bool = False
-    unless: tuple[str, ...] = ()  # a line matching one of these does not count
-    yields_to: tuple[str, ...] = ()  # keys of more precise entries that replace this one
-    context: Optional[str] = None  # rocmdoctor.explain function that adds specific facts
-    variable: Optional[str] = None  # the environment variable an entry is about
 
 
 _GPU_CODE = ("Install a torch build whose compiled targets include your GPU's gfx target; for "
@@ -65,6 +44,7 @@ _GPU_CODE = ("Install a torch build whose compiled targets include your GPU's gf
              "a compiled target of the same family.")
 
 KNOWN_MESSAGES: tuple[KnownMessage, ...] = (
+    *KERNEL_MESSAGES,
     KnownMessage(
         "invalid-device-function", "HIP error: invalid device function", "error",
         (r"invalid device function", r"hipErrorInvalidDeviceFunction"),
@@ -157,29 +137,6 @@ KNOWN_MESSAGES: tuple[KnownMessage, ...] = (
         "MIOpen at a speed cost.",
         "torch-device", MIOPEN_DEBUG, commands=("export MIOPEN_LOG_LEVEL=4",),
         yields_to=("miopen-database",)),
-    KnownMessage(
-        "amdgpu-mes-hang", "MES failed to respond (GPU reset)", "kernel-log",
-        (r"MES failed to respond to msg=", r"MES might be in unrecoverable state"),
-        "The GPU's scheduler firmware (MES, RDNA3 and newer) stopped answering, so the driver "
-        "could not remove queues and reset the GPU (ROCm issue 3207: a Radeon 780M, gfx1103, "
-        "run with HSA_OVERRIDE_GFX_VERSION=11.0.0).",
-        "Update the kernel and linux-firmware (it carries the MES firmware). On an APU give "
-        "the GPU more memory in the BIOS (UMA frame buffer): a commenter on ROCm issue 3207 "
-        "stopped the resets on a 780M by raising it from 1 GB to 4 GB.",
-        "kernel-version", ROCM_3207, commands=(DMESG_AMDGPU,), needs_root=True,
-        context="machine_state"),
-    KnownMessage(
-        "amdgpu-ring-timeout", "amdgpu ring timeout and GPU reset", "kernel-log",
-        (r"amdgpu_job_timedout", r"ring \S+ timeout", r"GPU reset begin"),
-        "A GPU job did not finish in time, so the amdgpu driver reset the GPU: the process "
-        "using it dies and the desktop may freeze. Seen with driver and firmware bugs, "
-        "unstable clocks or power, and GPUs the ROCm release does not support (ROCm issue "
-        "2330: RX 6800 under PyTorch load, then the SMU stopped answering).",
-        "Update the kernel and linux-firmware, or install the amdgpu-dkms driver of your ROCm "
-        "release; use a kernel the installed ROCm supports; undo overclocks, undervolts and "
-        "power-limit changes; read the kernel log around the reset.",
-        "kernel-version", ROCM_2330, commands=(DMESG_AMDGPU,), needs_root=True,
-        yields_to=("amdgpu-mes-hang",), context="machine_state"),
     KnownMessage(
         "autocast-hip", "autocast device_type 'hip'", "error",
         (r"unsupported autocast device_type '(hip|rocm)'",),

@@ -1,0 +1,29 @@
+"""The shape of a known message: shared by the error catalogue (kb/errors.py, read by
+`rocmdoctor explain`) and the kernel-log catalogue (kb/kernel_log.py, read by the kernel-log
+check and by `explain` alike)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+DMESG_AMDGPU = "sudo dmesg | grep -iE 'amdgpu|kfd'"
+
+
+@dataclass(frozen=True)
+class KnownMessage:
+    key: str
+    title: str
+    kind: str  # error, kernel-log, not-a-setting (copied from a blog, does not exist), harmful
+    patterns: tuple[str, ...]  # regular expressions, case-insensitive, matched per line
+    cause: str
+    fix: str
+    check: Optional[str]  # the `rocmdoctor check` id that confirms it
+    source: str
+    commands: tuple[str, ...] = ()
+    needs_root: bool = False
+    needs_relogin: bool = False
+    unless: tuple[str, ...] = ()  # a line matching one of these does not count
+    yields_to: tuple[str, ...] = ()  # keys of more precise entries that replace this one
+    context: Optional[str] = None  # rocmdoctor.explain function that adds specific facts
+    variable: Optional[str] = None  # the environment variable an entry is about
