@@ -5,16 +5,19 @@ from __future__ import annotations
 from rocmdoctor.checks.allocator_config import AllocatorConfig
 from rocmdoctor.checks.amdgpu_driver import AmdgpuDriver
 from rocmdoctor.checks.collectives import Collectives
+from rocmdoctor.checks.container import ContainerCheck
 from rocmdoctor.checks.debug_env import DebugEnv
 from rocmdoctor.checks.gfx_override import GfxOverride
 from rocmdoctor.checks.gpu_agents import GpuAgents
 from rocmdoctor.checks.kernel_version import KernelVersion
 from rocmdoctor.checks.kfd_access import KfdAccess
+from rocmdoctor.checks.miopen_db import MiopenDb
 from rocmdoctor.checks.nvidia_driver import NvidiaDriver
 from rocmdoctor.checks.os_release import OsReleaseCheck
 from rocmdoctor.checks.perf_level import PerfLevelCheck
 from rocmdoctor.checks.ppfeaturemask import PPFeatureMask
 from rocmdoctor.checks.rocm_install import RocmInstallCheck
+from rocmdoctor.checks.rocm_libraries import RocmLibraries
 from rocmdoctor.checks.rocm_permissions import RocmPermissions
 from rocmdoctor.checks.torch_arch_support import TorchArchSupport
 from rocmdoctor.checks.torch_device import TorchDevice
@@ -25,13 +28,13 @@ from rocmdoctor.checks.visible_devices import VisibleDevices
 from rocmdoctor.model import Check
 
 MACHINE_CHECKS = (
-    OsReleaseCheck, KernelVersion, AmdgpuDriver, KfdAccess, RocmInstallCheck, RocmPermissions,
-    GpuAgents, PerfLevelCheck, PPFeatureMask,
+    OsReleaseCheck, KernelVersion, AmdgpuDriver, ContainerCheck, KfdAccess, RocmInstallCheck,
+    RocmPermissions, GpuAgents, PerfLevelCheck, PPFeatureMask,
 )
 TORCH_CHECKS = (
-    TorchInstall, TorchRocmMatch, TorchArchSupport, TorchDevice, TorchvisionMatch,
+    TorchInstall, RocmLibraries, TorchRocmMatch, TorchArchSupport, TorchDevice, TorchvisionMatch,
 )
-ENV_CHECKS = (DebugEnv, GfxOverride, VisibleDevices, AllocatorConfig, NvidiaDriver)
+ENV_CHECKS = (DebugEnv, GfxOverride, VisibleDevices, AllocatorConfig, MiopenDb, NvidiaDriver)
 OPT_IN_CHECKS = (Collectives,)  # run only when asked for: `check --collectives`
 
 

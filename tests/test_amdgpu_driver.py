@@ -24,7 +24,10 @@ ROCM = {"/opt/rocm/.info/version": "6.2.1\n"}  # makes the machine a ROCm one
 ABSENT = ("/dev/kfd", "/dev/dxg", "/proc/1/cgroup", "/.dockerenv", "/run/.containerenv",
           "/proc/cmdline", "/proc/modules", "/sys/module/amdgpu", "/sys/module/amdgpu/initstate",
           "/sys/module/amdgpu/version", "/proc/version", "dkms status", "modinfo -n amdgpu",
-          "/proc/driver/nvidia/version", "/dev/nvidiactl")
+          "/proc/driver/nvidia/version", "/dev/nvidiactl",
+          # the container fact (rocmdoctor.facts.container)
+          "/proc/self/cgroup", "/proc/mounts", "/.singularity.d", "/proc/self/uid_map",
+          "/proc/self/status")
 LIVE = {"/sys/module/amdgpu/initstate": "live\n"}
 # /proc/modules lines in the kernel's format (kernel/module/procfs.c): DKMS modules are (OE).
 MODULES_INBOX = "amdgpu 12828672 0 - Live 0x0000000000000000\ndrm 700416 9 - Live 0x0\n"

@@ -108,7 +108,7 @@ def test_golden_markdown(name: str) -> None:
 
 def test_report_header_names_versions_and_every_gpu_against_the_arch_list() -> None:
     text = render(MACHINES["mi300x-x4-rocm6.2"]())
-    assert "| ROCm | 6.2.1 (/opt/rocm) |" in text
+    assert "| ROCm | 6.2.1 at /opt/rocm (found by /opt/rocm; system packages) |" in text
     assert "| Kernel | 5.15.0-116-generic |" in text
     assert text.count("AMD Instinct MI300X (gfx942:sramecc+:xnack-, 304 CUs") == 4
     assert "HIP_LAUNCH_BLOCKING=1" in text
@@ -175,4 +175,4 @@ def test_a_huge_snapshot_fits_githubs_limit_and_says_what_was_cut() -> None:
     assert "_Cut to fit GitHub's 65,536-character limit:" in text
     assert "lines of rocm-smi" in text
     # The header and the problems are never cut.
-    assert "| ROCm | 6.2.1 (/opt/rocm) |" in text and "**allocator-config**" in text
+    assert "| ROCm | 6.2.1 at /opt/rocm (found by /opt/rocm; system packages) |" in text and "**allocator-config**" in text
