@@ -20,7 +20,7 @@ import threading
 from typing import Any, Callable, Optional
 
 from rocmdoctor.host import CommandResult
-from rocmdoctor.host.live import run_command
+from rocmdoctor.host.process import run_command
 
 PROBE_TIMEOUT_S = 60.0
 CHILD_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "probe_child.py")
