@@ -192,7 +192,7 @@ def test_allocator_variable_follows_the_user_then_the_torch_version() -> None:
     assert kb.alloc_var(RX7900, {"PYTORCH_HIP_ALLOC_CONF": "x:1"}) == "PYTORCH_HIP_ALLOC_CONF"
     assert kb.merge_alloc("expandable_segments:False, roundup_power2_divisions:4",
                           "expandable_segments:True") == \
-        " roundup_power2_divisions:4,expandable_segments:True"
+        "roundup_power2_divisions:4,expandable_segments:True"  # torch's tokenizer drops spaces
     assert kb.merge_alloc("", "expandable_segments:True") == "expandable_segments:True"
 
 
@@ -230,3 +230,36 @@ def test_version_parsing_never_raises(text: str) -> None:
     version = kb.release(text)
     assert version is None or str(version)[0].isdigit()
     assert kb.at_least(text, "2.9") in (True, False)
+
+
+def test_the_allocator_variable_is_the_one_this_torch_reads() -> None:
+    """torch >= 2.10 reads PYTORCH_CUDA_ALLOC_CONF before PYTORCH_ALLOC_CONF (kb/allocator.py
+    PRECEDENCE): with both set, a trial must patch the CUDA one, or its option is ignored."""
+    new = kb.Platform(kind="rocm", torch="2.13.0+rocm7.1", hip="7.1.25424")
+    both = {"PYTORCH_ALLOC_CONF": "garbage_collection_threshold:0.6",
+            "PYTORCH_CUDA_ALLOC_CONF": "max_split_size_mb:256"}
+    assert kb.alloc_var(new, both) == "PYTORCH_CUDA_ALLOC_CONF"
+    # An empty variable still shadows the later ones (torch reads "set", not "non-empty").
+    assert kb.alloc_var(new, {"PYTORCH_CUDA_ALLOC_CONF": "", "PYTORCH_ALLOC_CONF": "x:1"}) == \
+        "PYTORCH_CUDA_ALLOC_CONF"
+    # torch 2.8 and 2.9 read PYTORCH_ALLOC_CONF first.
+    mid = kb.Platform(kind="cuda", torch="2.9.1+cu128", cuda="12.8")
+    assert kb.alloc_var(mid, both) == "PYTORCH_ALLOC_CONF"
+    # Before 2.8 a CUDA build reads only PYTORCH_CUDA_ALLOC_CONF.
+    old = kb.Platform(kind="cuda", torch="2.5.1+cu124", cuda="12.4")
+    assert kb.alloc_var(old, {"PYTORCH_ALLOC_CONF": "x:1"}) == "PYTORCH_CUDA_ALLOC_CONF"
+    # Nothing set: the variable this torch reads reliably (pytorch#183387).
+    assert kb.alloc_var(new, {}) == "PYTORCH_ALLOC_CONF"
+
+
+def test_merging_an_allocator_option_keeps_bracketed_lists_whole() -> None:
+    current = "roundup_power2_divisions:[256:1,512:2],max_split_size_mb:128"
+    assert kb.merge_alloc(current, "expandable_segments:True") == (
+        "roundup_power2_divisions:[256:1,512:2],max_split_size_mb:128,expandable_segments:True")
+    assert kb.merge_alloc(current, "max_split_size_mb:512") == (
+        "roundup_power2_divisions:[256:1,512:2],max_split_size_mb:512")
+    # Replacing the bracketed option itself: a comma split left "512:2]" behind.
+    assert kb.merge_alloc(current, "roundup_power2_divisions:4") == (
+        "max_split_size_mb:128,roundup_power2_divisions:4")
+    assert kb.merge_alloc(" max_split_size_mb : 64 ,", "max_split_size_mb:512") == (
+        "max_split_size_mb:512")

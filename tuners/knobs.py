@@ -18,16 +18,18 @@ Verify a knob by hand: run the same benchmark twice, e.g.
 
 from __future__ import annotations
 
-import json
 import re
-import subprocess
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Optional
 
 from packaging.version import InvalidVersion, Version
 
+from rocmdoctor.facts.alloc_conf import tokenize
+from rocmdoctor.facts.torch import TorchInfo, release_of, torch_info_of
+from rocmdoctor.host.probe import run_probe
+from rocmdoctor.kb import allocator as alloc_kb
 from rocmdoctor.kb.debug_vars import DEBUG_VARS, level
 
 ENV = "env"
@@ -318,20 +320,38 @@ def knob_names() -> tuple[str, ...]:
 
 
 def alloc_var(platform: Platform, env: Mapping[str, str]) -> str:
-    """The allocator variable a trial should set: the one the user already uses, else the one
-    this torch reads reliably (PYTORCH_ALLOC_CONF from 2.11: pytorch#183387)."""
-    for var in ("PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_HIP_ALLOC_CONF"):
-        if env.get(var):
+    """The allocator variable a trial should set: the one this torch reads among those the
+    user set (the first set in its precedence order, kb/allocator.py PRECEDENCE; an empty one
+    counts), else the one this torch reads reliably (PYTORCH_ALLOC_CONF from 2.11:
+    pytorch#183387)."""
+    rule = alloc_kb.precedence_for(release_of(platform.torch))
+    order = rule.order if platform.kind == "rocm" else rule.order_cuda
+    for var in order:
+        if var in env:
             return var
-    return "PYTORCH_ALLOC_CONF" if at_least(platform.torch, "2.11") else \
-        "PYTORCH_CUDA_ALLOC_CONF"
+    if at_least(platform.torch, "2.11"):
+        return alloc_kb.ALLOC_CONF
+    return alloc_kb.CUDA_ALLOC_CONF
+
+
+def _alloc_options(text: str) -> list[list[str]]:
+    """The top-level options of an allocator configuration, each as its tokens (torch's own
+    tokenizer: a bracketed list is one value)."""
+    options: list[list[str]] = [[]]
+    depth = 0
+    for token in tokenize(text):
+        depth += {"[": 1, "]": -1}.get(token, 0)
+        if token == "," and depth <= 0:
+            options.append([])
+        else:
+            options[-1].append(token)
+    return [o for o in options if o]
 
 
 def merge_alloc(current: str, option: str) -> str:
     """`current` with one "key:value" option set (replacing that key if present)."""
-    key = option.split(":", 1)[0]
-    kept = [part for part in current.split(",")
-            if part.strip() and part.split(":", 1)[0].strip() != key]
+    key = _alloc_options(option)[0][0]
+    kept = ["".join(o) for o in _alloc_options(current) if o[0] != key]
     return ",".join(kept + [option])
 
 
@@ -351,47 +371,35 @@ class ProbeError(Exception):
     """The platform probe failed: one line for the user."""
 
 
-PROBE_SCRIPT = r"""
-import json, os, sys
-out = {"cpu_count": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-       else (os.cpu_count() or 1)}
-try:
-    import torch
-except Exception as exc:
-    out["error"] = "cannot import torch: %s: %s" % (type(exc).__name__, exc)
-else:
-    out.update(torch=torch.__version__, hip=torch.version.hip, cuda=torch.version.cuda,
-               torch_threads=torch.get_num_threads(), kind="cpu", device="cpu")
-    if sys.argv[1] != "cpu" and torch.cuda.is_available():
-        out["device_count"] = torch.cuda.device_count()
-        p = torch.cuda.get_device_properties(torch.cuda.current_device())
-        rocm = bool(torch.version.hip)
-        out.update(kind="rocm" if rocm else "cuda", device=p.name,
-                   arch=(getattr(p, "gcnArchName", "") or "").split(":")[0] if rocm
-                   else "sm_%d%d" % (p.major, p.minor))
-    elif sys.argv[1] == "cuda":
-        out["error"] = "--device cuda, but torch %s sees no GPU" % torch.__version__
-print(json.dumps(out))
-"""
+def platform_of(torch: TorchInfo, device: str) -> Platform:
+    """The Platform a tune runs on, from the probe's TorchInfo; ProbeError when torch cannot
+    run there."""
+    if not torch.imported:
+        error = torch.error or "unknown error"
+        if torch.could_not_run or torch.crashed or torch.failed_stage not in (None, "import"):
+            raise ProbeError(error)  # the interpreter, not torch: its own words
+        raise ProbeError(f"cannot import torch: {error}")
+    base = Platform(kind="cpu", torch=torch.version, hip=torch.hip, cuda=torch.cuda,
+                    device="cpu", cpu_count=torch.cpu_count or 1,
+                    torch_threads=torch.num_threads)
+    if device != "cpu" and torch.available and torch.devices:
+        first = torch.devices[0]
+        rocm = bool(torch.hip)
+        arch = (first.arch or "").split(":")[0] or None
+        return replace(base, kind="rocm" if rocm else "cuda", device=first.name, arch=arch,
+                       device_count=torch.device_count)
+    if device == "cuda":
+        raise ProbeError(f"--device cuda, but torch {torch.version} sees no GPU")
+    return base
 
 
 def probe_platform(device: str, python: Optional[str], env: Mapping[str, str],
                    timeout_s: float = 180.0) -> Platform:
-    """Platform and versions, from a child process of the Python that will train."""
-    argv = [python or sys.executable, "-c", PROBE_SCRIPT, device]
-    try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s,
-                              env=dict(env), check=False)
-    except subprocess.TimeoutExpired:
-        raise ProbeError(f"the platform probe ({argv[0]}) did not finish in {timeout_s:g} s; "
-                        "`rocmdoctor check` says why torch hangs") from None
-    except OSError as exc:
-        raise ProbeError(f"cannot run {argv[0]}: {exc.strerror or exc}") from None
-    try:
-        data = json.loads(done.stdout.strip().splitlines()[-1])
-    except (ValueError, IndexError):
-        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        raise ProbeError(f"the platform probe failed: {last}") from None
-    if data.get("error"):
-        raise ProbeError(str(data["error"]))
-    return Platform.from_dict(data)
+    """Platform and versions, from the torch probe (rocmdoctor.host.probe) run in the Python
+    that will train, with the tune's environment."""
+    data = run_probe(python, timeout_s, env=env, smoke=False)
+    torch = torch_info_of(data)
+    if torch.timed_out:
+        raise ProbeError(f"the platform probe ({python or sys.executable}) did not finish in "
+                         f"{timeout_s:g} s; `rocmdoctor check` says why torch hangs")
+    return platform_of(torch, device)

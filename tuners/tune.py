@@ -466,12 +466,13 @@ class Tuner:
             if not glob.glob(pattern):
                 tuning = run_bench_child(dataclasses.replace(plan.spec, steps=1, warmup=1),
                                          {**se.tunableop_env(plan, True), **device}, timeout,
+                                         base_env=self.env,
                                          python=self.o.python, cancel=self.cancel)
                 one_time = tuning.wall_s
                 if tuning.state != "ok":
                     return tuning, one_time
             env = {**se.tunableop_env(plan, False), **device}
-        outcome = run_bench_child(plan.spec, env, timeout, on_window=on_window,
+        outcome = run_bench_child(plan.spec, env, timeout, on_window=on_window, base_env=self.env,
                                   python=self.o.python, cancel=self.cancel)
         return outcome, one_time
 

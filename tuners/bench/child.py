@@ -73,6 +73,7 @@ def run_bench_child(
     cwd: Optional[str] = None,
     on_event: Optional[Callable[[dict[str, Any]], None]] = None,
     cancel: Optional[threading.Event] = None,
+    base_env: Optional[Mapping[str, str]] = None,
 ) -> TrialOutcome:
     """Run one benchmark in a child process and return how it ended.
 
@@ -80,13 +81,14 @@ def run_bench_child(
     False kills the child (state "pruned"). `on_event` sees every protocol event (progress
     display). Past `timeout_s` the child's whole process group is killed (state "timeout").
     When `cancel` is set (Ctrl-C seen by another thread) the child is killed and
-    KeyboardInterrupt raised here, as if Ctrl-C had reached this thread.
+    KeyboardInterrupt raised here, as if Ctrl-C had reached this thread. The child's
+    environment is `base_env` (default: this process's) with `env_patch` over it.
     """
     start = time.monotonic()
     problems = spec.problems()
     if problems:
         return TrialOutcome("error", None, "; ".join(problems), "", None, 0.0)
-    env = {**os.environ, **env_patch}
+    env = {**(os.environ if base_env is None else base_env), **env_patch}
     env["PYTHONUNBUFFERED"] = "1"
     try:
         proc = process.spawn(worker_argv(python), env=env, cwd=cwd, stdin=process.PIPE)
