@@ -191,7 +191,7 @@ def test_tunableop_trial_tunes_once_then_replays(tmp_path: Path) -> None:
     measured run is what matters)."""
     from rocmdoctor.tuners import knobs as kb
     from rocmdoctor.tuners.bench.spec import BenchSpec
-    from rocmdoctor.tuners.search import PlannedKnob, SearchSpace, materialize
+    from rocmdoctor.tuners.space import PlannedKnob, SearchSpace, materialize
     from rocmdoctor.tuners.tune import TuneOptions, Tuner
 
     knob = kb.knobs_named("tunableop")[0]
@@ -218,7 +218,7 @@ def test_a_trial_inherits_the_environment_given_to_the_tune_not_os_environ(
     holds (a library caller passes the environment it wants tuned)."""
     from rocmdoctor.tuners import knobs as kb
     from rocmdoctor.tuners.bench.spec import BenchSpec
-    from rocmdoctor.tuners.search import SearchSpace, materialize
+    from rocmdoctor.tuners.space import SearchSpace, materialize
     from rocmdoctor.tuners.tune import TuneOptions, Tuner
 
     assert "PYTORCH_ROCMDOCTOR_SEAM" not in os.environ

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from rocmdoctor.tuners import knobs as kb
 from rocmdoctor.tuners.bench.spec import BenchSpec
-from rocmdoctor.tuners.search import PlannedKnob, SearchSpace, materialize, plan_space
+from rocmdoctor.tuners.space import PlannedKnob, SearchSpace, materialize, plan_space
 
 MI300X = kb.Platform(kind="rocm", torch="2.9.1+rocm6.4", hip="6.4.43482-0f2d60242",
                      device="AMD Instinct MI300X", arch="gfx942", cpu_count=64,

@@ -2,7 +2,7 @@
 
 Each knob says what it changes, its choices (the first one is "as you have it now"), the
 platforms and versions where it acts, which model operations it touches, and the document that
-justifies it. `rocmdoctor.tuners.search` reads this table; it holds no rule of its own.
+justifies it. `rocmdoctor.tuners.space` reads this table; it holds no rule of its own.
 
 Kinds of knob:
   env        environment variables, read once when the runtime starts (each trial is a fresh

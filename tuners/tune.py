@@ -30,7 +30,8 @@ from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from rocmdoctor import __version__
 from rocmdoctor.tuners import confirm as cf
-from rocmdoctor.tuners import search as se
+from rocmdoctor.tuners import space as sp
+from rocmdoctor.tuners import study as sd
 from rocmdoctor.tuners.bench.child import TrialOutcome, run_bench_child
 from rocmdoctor.tuners.bench.spec import BenchSpec
 from rocmdoctor.tuners.knobs import Platform, ProbeError, environment_warnings, probe_platform
@@ -106,7 +107,7 @@ def trial_dict(trial: optuna.trial.FrozenTrial) -> dict[str, Any]:
     metrics = attrs.get("metrics") or {}
     return {
         "number": trial.number, "params": dict(trial.params),
-        "state": attrs.get("state") or se.unrecorded_state(trial),
+        "state": attrs.get("state") or sd.unrecorded_state(trial),
         "message": attrs.get("message", ""), "stderr_tail": attrs.get("stderr_tail", ""),
         "baseline": bool(attrs.get("baseline")), "retry_of": attrs.get("retry_of"),
         "seed": bool(attrs.get("seed")), "gpu": attrs.get("gpu"),
@@ -151,7 +152,7 @@ class Tuner:
         self.running: set[str] = set()
         self.cancel = threading.Event()  # set on Ctrl-C: concurrent trials stop at once
         self.host = socket.gethostname()
-        self.owner = se.owner_id(self.host, os.getpid())
+        self.owner = sd.owner_id(self.host, os.getpid())
 
     # --- the run ---------------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
@@ -165,7 +166,7 @@ class Tuner:
             raise TuneError(str(exc)) from None
         self._check_gpus()
         try:
-            self.space = se.plan_space(self.platform, spec, self.env, self.o.space,
+            self.space = sp.plan_space(self.platform, spec, self.env, self.o.space,
                                        self.o.keep_precision, self.o.batch_sizes,
                                        self.o.allow_test_knobs)
         except ValueError as exc:
@@ -173,22 +174,22 @@ class Tuner:
         if not self.space.knobs:
             raise TuneError("nothing to search here: " + "; ".join(
                 f"{k}: {r}" for k, r in self.space.skipped))
-        name = self.o.study or se.study_name(spec, self.space, self.platform,
+        name = self.o.study or sd.study_name(spec, self.space, self.platform,
                                              self.o.keep_precision)
-        self.study_dir = os.path.join(se.cache_dir(self.env), name)
-        storage = self.o.storage or se.default_storage(self.env, name)
+        self.study_dir = os.path.join(sd.cache_dir(self.env), name)
+        storage = self.o.storage or sd.default_storage(self.env, name)
         with _study_lock(self.study_dir, name):
-            self.sampler = se.make_sampler(self.space, self.o.max_trials, self.o.seed)
+            self.sampler = sd.make_sampler(self.space, self.o.max_trials, self.o.seed)
             self._lock_sampler()
             try:
-                self.study = se.open_study(name, storage, self.space, spec.to_dict(),
+                self.study = sd.open_study(name, storage, self.space, spec.to_dict(),
                                            self.sampler)
-            except se.StudyMismatch as exc:
+            except sd.StudyMismatch as exc:
                 raise TuneError(str(exc)) from None
             except Exception as exc:  # noqa: BLE001 - a storage URL is outside input
                 first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
                 raise TuneError(f"cannot open the study storage {storage}: {first}") from None
-            requeued = se.recover(self.study, self.host,
+            requeued = sd.recover(self.study, self.host,
                                   self.space.baseline_params())
             self.emit("plan", {"platform": self.platform.to_dict(), "study": name,
                                "storage": storage, "space": self.space.to_dict(),
@@ -241,7 +242,7 @@ class Tuner:
         return [trial_dict(t) for t in self.study.get_trials(deepcopy=False)]
 
     def _done(self) -> list[dict[str, Any]]:
-        return [t for t in self._trials() if t["state"] in se.DONE_STATES]
+        return [t for t in self._trials() if t["state"] in sd.DONE_STATES]
 
     def _total(self) -> Optional[int]:
         """Trials this tune will run at most, when known (TPE without --max-trials stops on
@@ -264,18 +265,18 @@ class Tuner:
     def _claimed(self, done: list[dict[str, Any]]) -> int:
         """Trials finished or running. A trial records its end (in the study) a moment before
         its thread takes it off self.running: counted once, not twice."""
-        return len(done) + len(self.running - se.done_keys(done))
+        return len(done) + len(self.running - sd.done_keys(done))
 
     def time_left(self) -> float:
         return self.o.budget_s - (time.monotonic() - self.started)
 
     def _search_over(self) -> bool:
         trials = self._trials()
-        done = [t for t in trials if t["state"] in se.DONE_STATES]
+        done = [t for t in trials if t["state"] in sd.DONE_STATES]
         # trials running on other GPUs count towards --max-trials: they will finish
         if self.o.max_trials and self._claimed(done) >= self.o.max_trials:
             return True
-        if len(se.done_keys(done)) >= self.space.size():
+        if len(sd.done_keys(done)) >= self.space.size():
             return True
         if self.duplicates >= MAX_DUPLICATES:
             return True
@@ -283,7 +284,7 @@ class Tuner:
         # or once another tune sharing the study is running them.
         wall = self._typical_wall(done)
         reserve = (self.o.confirm_top + 1) * self.o.confirm_rounds * wall
-        started = any(t["baseline"] and t["state"] in (*se.DONE_STATES, "running")
+        started = any(t["baseline"] and t["state"] in (*sd.DONE_STATES, "running")
                       for t in trials)
         return started and self.time_left() < wall + reserve
 
@@ -297,7 +298,7 @@ class Tuner:
             with _ctrl_c_deferred():  # a second Ctrl-C would leave the cut trials RUNNING
                 self.cancel.set()  # each thread kills its child and records it as interrupted
                 self._join(ended)
-                se.release(self.study, self.owner)
+                sd.release(self.study, self.owner)
             raise
 
     def _search_threads(self, ended: list[threading.Event]) -> None:
@@ -356,7 +357,7 @@ class Tuner:
 
         self.study.optimize(objective, callbacks=[after], catch=(_TrialFailed, _TrialSkipped))
 
-    def _timeout(self, plan: se.TrialPlan) -> float:
+    def _timeout(self, plan: sp.TrialPlan) -> float:
         if self.o.trial_timeout_s:
             return self.o.trial_timeout_s
         base = self._baseline()
@@ -366,7 +367,7 @@ class Tuner:
     def _objective(self, trial: optuna.Trial, gpu: Optional[int] = None) -> float:
         if self.cancel.is_set():  # Ctrl-C while this loop was asking for a trial
             with self.lock:
-                se.suggest(trial, self.space)  # a trial without parameters confuses samplers
+                sp.suggest(trial, self.space)  # a trial without parameters confuses samplers
             trial.set_user_attr("state", "interrupted")
             trial.set_user_attr("message", "not started: the tune was interrupted")
             raise KeyboardInterrupt
@@ -380,8 +381,8 @@ class Tuner:
 
     def _trial(self, trial: optuna.Trial, gpu: Optional[int]) -> float:
         with self.lock:
-            params = se.suggest(trial, self.space)
-            key = se.params_key(params)
+            params = sp.suggest(trial, self.space)
+            key = sd.params_key(params)
             done = self._done()
             limit = self.o.max_trials
             if limit and self._claimed(done) >= limit:
@@ -391,7 +392,7 @@ class Tuner:
                 trial.set_user_attr("message", f"--max-trials {limit} reached")
                 trial.study.stop()
                 raise _TrialSkipped("limit")
-            if key in self.running or key in se.done_keys(done):
+            if key in self.running or key in sd.done_keys(done):
                 self.duplicates += 1
                 trial.set_user_attr("state", "duplicate")
                 trial.set_user_attr("message", "already measured; not run again")
@@ -412,10 +413,10 @@ class Tuner:
         import optuna
 
         trial_dir = os.path.join(self.study_dir, "trials", str(trial.number))
-        plan = se.materialize(self.space, params, self.o.spec, self.platform, self.env,
+        plan = sp.materialize(self.space, params, self.o.spec, self.platform, self.env,
                               trial_dir, self.o.compile_cache)
         pruner = None if trial.user_attrs.get("baseline") else \
-            se.WindowPruner(best, report=trial.report)
+            sd.WindowPruner(best, report=trial.report)
         timeout = self._timeout(plan)
         started = time.time()
         for key, value in {"started_at": started, "dir": trial_dir, "env": plan.env,
@@ -436,7 +437,7 @@ class Tuner:
         trial.set_user_attr("message", outcome.message)
         trial.set_user_attr("wall_s", outcome.wall_s)
         if outcome.state != "ok":
-            trial.set_user_attr("stderr_tail", se.trimmed_tail(outcome.stderr_tail))
+            trial.set_user_attr("stderr_tail", sd.trimmed_tail(outcome.stderr_tail))
         # last: a trial with a state is finished to the other GPUs' threads, figures and all
         trial.set_user_attr("state", outcome.state)
         self.emit("trial-end", {"number": trial.number, "params": params, "gpu": gpu,
@@ -451,7 +452,7 @@ class Tuner:
             raise optuna.TrialPruned(outcome.message)
         raise _TrialFailed(outcome.message)
 
-    def _run_plan(self, plan: se.TrialPlan, timeout: float,
+    def _run_plan(self, plan: sp.TrialPlan, timeout: float,
                   on_window: Optional[Callable[[int, float], bool]], gpu: Optional[int] = None
                   ) -> tuple[TrialOutcome, Optional[float]]:
         """Run one configuration; TunableOp first tunes (once per folder), then replays."""
@@ -465,13 +466,13 @@ class Tuner:
             pattern = plan.dirs["PYTORCH_TUNABLEOP_FILENAME"].replace("%d", "*")
             if not glob.glob(pattern):
                 tuning = run_bench_child(dataclasses.replace(plan.spec, steps=1, warmup=1),
-                                         {**se.tunableop_env(plan, True), **device}, timeout,
+                                         {**sp.tunableop_env(plan, True), **device}, timeout,
                                          base_env=self.env,
                                          python=self.o.python, cancel=self.cancel)
                 one_time = tuning.wall_s
                 if tuning.state != "ok":
                     return tuning, one_time
-            env = {**se.tunableop_env(plan, False), **device}
+            env = {**sp.tunableop_env(plan, False), **device}
         outcome = run_bench_child(plan.spec, env, timeout, on_window=on_window, base_env=self.env,
                                   python=self.o.python, cancel=self.cancel)
         return outcome, one_time
@@ -492,7 +493,7 @@ class Tuner:
                                         "rounds": self.o.confirm_rounds})
 
         def measure(t: dict[str, Any], round_index: int) -> Optional[float]:
-            plan = se.materialize(self.space, t["params"], self.o.spec, self.platform,
+            plan = sp.materialize(self.space, t["params"], self.o.spec, self.platform,
                                   self.env, t["dir"], self.o.compile_cache)
             # Every re-measurement on one GPU: a ratio between two GPUs would measure the GPUs.
             outcome, _ = self._run_plan(plan, self._timeout(plan), None,
