@@ -21,7 +21,7 @@ from typing import Any
 import optuna
 
 from rocmdoctor.tuners import study as sd
-from rocmdoctor.tuners.tune import trial_dict
+from rocmdoctor.tuners.result import trial_dict
 
 MEASURED = ("ok", "pruned")  # a pruned trial was measured until clearly slower than the best
 

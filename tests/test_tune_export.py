@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 
 from rocmdoctor.tuners.bench.spec import BenchSpec
-from rocmdoctor.tuners.export import env_file_text, how_to_apply, render_summary
+from rocmdoctor.tuners.export import env_file_text, render_summary
 from rocmdoctor.tuners.html import render_html
+from rocmdoctor.tuners.result import how_to_apply
 
 SPACE: dict[str, Any] = {
     "name": "default", "size": 48,

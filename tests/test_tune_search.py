@@ -14,7 +14,7 @@ from rocmdoctor.tuners import space as sp
 from rocmdoctor.tuners import study as sd
 from rocmdoctor.tuners.bench.spec import BenchSpec
 from rocmdoctor.tuners.knobs import Platform
-from rocmdoctor.tuners.tune import trial_dict
+from rocmdoctor.tuners.result import trial_dict
 
 CPU = Platform(kind="cpu", torch="2.13.0+cpu", device="cpu", cpu_count=4, torch_threads=4)
 SPEC = BenchSpec(model="tinycnn", device="cpu")

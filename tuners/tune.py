@@ -35,11 +35,11 @@ from rocmdoctor.tuners import study as sd
 from rocmdoctor.tuners.bench.child import TrialOutcome, run_bench_child
 from rocmdoctor.tuners.bench.spec import BenchSpec
 from rocmdoctor.tuners.knobs import Platform, ProbeError, environment_warnings, probe_platform
+from rocmdoctor.tuners.result import SCHEMA, changes_text, how_to_apply, metrics_of, trial_dict
 
 if TYPE_CHECKING:
     import optuna
 
-SCHEMA = "rocmdoctor.tune/1"
 MAX_DUPLICATES = 20  # consecutive repeats of measured points: the sampler has converged
 Event = Callable[[str, dict[str, Any]], None]
 
@@ -76,52 +76,6 @@ class TuneOptions:
     # one trial at a time on the GPU the environment gives.
     gpus: tuple[int, ...] = ()
     compile_cache: Optional[str] = None  # one inductor cache for all trials (see materialize)
-
-
-def metrics_of(result: Mapping[str, Any]) -> dict[str, Any]:
-    """The figures a tune keeps from a bench result (schema rocmdoctor.bench/1)."""
-    metrics = result.get("metrics") or {}
-    tput = metrics.get("throughput") or {}
-    memory = metrics.get("memory") or {}
-    device_mem = memory.get("peak_reserved_bytes")
-    return {
-        "throughput": tput.get("median"), "p10": tput.get("p10"), "p90": tput.get("p90"),
-        "cv": tput.get("cv"), "unit": metrics.get("unit", "samples"),
-        "memory_bytes": device_mem if device_mem is not None else
-        memory.get("host_peak_rss_bytes"),
-        "memory_kind": "device peak reserved" if device_mem is not None else "host peak RSS",
-        "energy_per_sample_j": (metrics.get("power") or {}).get("energy_per_sample_j"),
-        "first_step_s": (result.get("warmup") or {}).get("first_step_s"),
-        "windows": [w.get("samples_per_s") for w in result.get("windows") or []],
-        "unsupported": ((result.get("environment") or {}).get("knobs") or {}).get(
-            "unsupported") or {},
-        # which GPU the child was given, as it saw it (tune --gpus)
-        "visible_devices": {k: v for k, v in (((result.get("environment") or {}).get("knobs")
-                                               or {}).get("env") or {}).items()
-                            if k in ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES")},
-    }
-
-
-def trial_dict(trial: optuna.trial.FrozenTrial) -> dict[str, Any]:
-    attrs = trial.user_attrs
-    metrics = attrs.get("metrics") or {}
-    return {
-        "number": trial.number, "params": dict(trial.params),
-        "state": attrs.get("state") or sd.unrecorded_state(trial),
-        "message": attrs.get("message", ""), "stderr_tail": attrs.get("stderr_tail", ""),
-        "baseline": bool(attrs.get("baseline")), "retry_of": attrs.get("retry_of"),
-        "seed": bool(attrs.get("seed")), "gpu": attrs.get("gpu"),
-        "started_at": attrs.get("started_at"), "wall_s": attrs.get("wall_s"),
-        "one_time_s": attrs.get("one_time_s"), "dir": attrs.get("dir"),
-        "env": attrs.get("env") or {}, "precision": (attrs.get("spec") or {}).get("precision"),
-        "throughput": metrics.get("throughput"), "p10": metrics.get("p10"),
-        "p90": metrics.get("p90"), "cv": metrics.get("cv"), "unit": metrics.get("unit"),
-        "memory_bytes": metrics.get("memory_bytes"), "memory_kind": metrics.get("memory_kind"),
-        "energy_per_sample_j": metrics.get("energy_per_sample_j"),
-        "first_step_s": metrics.get("first_step_s"), "windows": metrics.get("windows") or [],
-        "unsupported": metrics.get("unsupported") or {},
-        "visible_devices": metrics.get("visible_devices") or {},
-    }
 
 
 @contextlib.contextmanager
@@ -521,7 +475,6 @@ class Tuner:
     # --- result ----------------------------------------------------------------------------
     def _result(self, name: str, storage: str, confirmation: dict[str, Any],
                 requeued: list[int]) -> dict[str, Any]:
-        from rocmdoctor.tuners.export import how_to_apply
 
         trials = self._trials()
         winners = [c for c in confirmation["candidates"] if c["winner"]]
@@ -601,11 +554,6 @@ def _ctrl_c_deferred() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
     if seen:
         raise KeyboardInterrupt
-
-
-def changes_text(changes: Mapping[str, str]) -> str:
-    """What a trial changes from your settings, as key=value pairs (tune's progress too)."""
-    return ", ".join(f"{k}={v}" for k, v in changes.items()) or "your settings"
 
 
 def run_tune(options: TuneOptions, env: Mapping[str, str],

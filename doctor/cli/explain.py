@@ -13,12 +13,13 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
+from rocmdoctor import schemas
 from rocmdoctor.cli.common import fail as _fail
 
 if TYPE_CHECKING:
     from rocmdoctor.host import Host
 
-SCHEMA = "rocmdoctor.explain/1"
+SCHEMA = schemas.EXPLAIN
 NOTHING = ("nothing in the text matches a known error, kernel message or setting; "
            "`rocmdoctor check` looks at the machine itself")
 

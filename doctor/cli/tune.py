@@ -18,7 +18,7 @@ import typer
 
 from rocmdoctor.cli.common import fail as _fail
 from rocmdoctor.tuners.bench.spec import BenchSpec
-from rocmdoctor.tuners.tune import changes_text
+from rocmdoctor.tuners.result import changes_text
 
 INSTALL_HINT = "pip install 'rocmdoctor[tune]'"
 _DEFAULT = BenchSpec()

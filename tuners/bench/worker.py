@@ -24,7 +24,7 @@ import sys
 import time
 from typing import IO, TYPE_CHECKING, Any, Callable, Optional, Union
 
-from rocmdoctor import __version__
+from rocmdoctor import __version__, schemas
 from rocmdoctor.kb.peaks import peak_for
 from rocmdoctor.tuners.bench.environment import (
     amdsmi_handle,
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from rocmdoctor.tuners.bench import power
     from rocmdoctor.tuners.bench.power_child import ProcessSampler
 
-SCHEMA = "rocmdoctor.bench/1"
+SCHEMA = schemas.BENCH
 EXIT_ERROR, EXIT_OOM = 2, 3
 OOM_TEXT = ("out of memory", "hipErrorOutOfMemory", "can't allocate memory",
             "CUDNN_STATUS_ALLOC_FAILED")
