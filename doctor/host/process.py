@@ -87,7 +87,9 @@ def spawn(argv: Sequence[str], env: Optional[Mapping[str, str]] = None,
 
 
 def kill_group(proc: Popen[Any]) -> None:
-    """SIGKILL the child's whole session: a hung GPU process may ignore SIGTERM."""
+    """SIGKILL the child, everything it started (those that left its session too) and its
+    whole session: a hung GPU process may ignore SIGTERM."""
+    kill_tree(proc.pid)
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):

@@ -10,6 +10,10 @@ import os
 import platform
 from typing import Any, Callable, Optional
 
+from rocmdoctor.facts.amdgpu_module import amdgpu_module
+from rocmdoctor.facts.cpu import cpu_info
+from rocmdoctor.facts.nvidia_gpus import proc_driver_version
+from rocmdoctor.host.live import LiveHost
 from rocmdoctor.redact import looks_secret
 from rocmdoctor.tuners.bench.spec import BenchSpec
 
@@ -112,29 +116,24 @@ def device_info(torch: Any, device: Any) -> dict[str, Any]:
 
 
 def _cpu_name() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+    return cpu_info(_host()).model or platform.processor() or platform.machine()
 
 
 def _driver_version(rocm: bool) -> Optional[str]:
-    path = "/sys/module/amdgpu/version" if rocm else "/proc/driver/nvidia/version"
-    try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read().strip()
-    except OSError:
-        return f"in-kernel amdgpu ({platform.release()})" if rocm else None
-    if rocm:
-        return text
-    for word in text.split():
-        if word.count(".") >= 1 and word.replace(".", "").isdigit():
-            return word
-    return text.splitlines()[0][:120] if text else None
+    if not rocm:
+        return proc_driver_version(_host())
+    return amdgpu_module(_host()).version or f"in-kernel amdgpu ({platform.release()})"
+
+
+_HOST: Optional[LiveHost] = None
+
+
+def _host() -> LiveHost:
+    """The worker's view of its machine, through rocmdoctor's readers (one per process)."""
+    global _HOST
+    if _HOST is None:
+        _HOST = LiveHost()
+    return _HOST
 
 
 def amdsmi_handle(torch: Any, device: Any) -> Optional[Callable[[], Any]]:
