@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from rocmdoctor.facts.amdgpu_module import amdgpu_module
+from rocmdoctor.facts.amdgpu_module import dkms_version, module_present
 from rocmdoctor.facts.rocm_version import RocmInstall, installed_rocm
 from rocmdoctor.facts.torch import imported_skip_reason, torch_info
 from rocmdoctor.facts.torch_wheel import rocm_index_line
@@ -92,15 +92,14 @@ class TorchRocmMatch(Check):
     def _driver(self, host: Host, system: Optional[RocmInstall], user_space: str
                 ) -> tuple[Status, list[Finding], Optional[Fix]]:
         """Is the kernel driver tested with the user space torch runs on?"""
-        module = amdgpu_module(host)
-        dkms = module.version
+        dkms = dkms_version(host)
         if not dkms:
             kernel_release = host.platform.kernel_release
             if "microsoft" in kernel_release.lower():
                 return Status.PASS, [Finding.info(
                     "WSL: the Windows AMD driver runs the GPU (through /dev/dxg); check its "
                     "version against AMD's WSL support table")], None
-            if module.present:
+            if module_present(host):
                 kernel = host.platform.kernel_release or "?"
                 return Status.PASS, [Finding.info(
                     f"amdgpu is the kernel's own driver (kernel {kernel}); AMD validates ROCm "

@@ -43,6 +43,9 @@ def test_default_space_for_resnet50_on_mi300x_with_torch_2_9() -> None:
         ("precision", ("fp32", "bf16", "fp16"), "fp32"),
         ("channels_last", ("off", "on"), "off"),
         ("compile", ("off", "on"), "off"),
+        # torch.optim's default on a GPU is foreach: only the other two are tried
+        ("compile_mode", ("default", "reduce-overhead"), "default"),
+        ("optimizer_impl", ("default", "for-loop", "fused"), "default"),
         ("cudnn_benchmark", ("default", "on"), "default"),
         ("miopen_immediate", ("default", "on"), "default"),
         ("miopen_find_mode", ("default", "FAST", "NORMAL", "HYBRID"), "default"),
@@ -50,32 +53,42 @@ def test_default_space_for_resnet50_on_mi300x_with_torch_2_9() -> None:
         ("tunableop", ("off", "on"), "off"),
         ("blas_prefer_hipblaslt", ("default", "1", "0"), "default"),
         ("hip_force_dev_kernarg", ("default", "1"), "default"),
+        ("hsa_no_scratch_reclaim", ("default", "1"), "default"),
     ]
     assert space.skipped == (
         ("alloc", "needs torch >= 2.12 (this is 2.9.1+rocm6.4)"),
         ("aotriton_experimental", "resnet50 has no sdpa work for it to act on"),
-        ("batch_size", "give --batch-sizes to search it"),
+        ("batch_size", "no batch size but yours (64) to try here"),
+        ("rocm_fa_library", "resnet50 has no sdpa work for it to act on"),
+        ("sdpa_backend", "resnet50 has no sdpa work for it to act on"),
         ("threads", "only on CPU"),
     )
-    # 3 precisions x 2 x 2 x 2 x 2 x 4 find modes x 3 layout/NHWC combinations x 2 x 3 x 2
-    assert space.size() == 3456
+    # 3 precisions x 2 x (compile off, or on with 2 modes: 3) x 3 optimizers x 2 x 2
+    # x 4 find modes x 3 layout/NHWC combinations x 2 x 3 x 2 x 2
+    assert space.size() == 31104
     assert space.baseline_params() == {
         "precision": "fp32", "channels_last": "off", "compile": "off",
-        "cudnn_benchmark": "default", "miopen_immediate": "default",
-        "miopen_find_mode": "default", "tunableop": "off", "blas_prefer_hipblaslt": "default",
-        "hip_force_dev_kernarg": "default"}
+        "optimizer_impl": "default", "cudnn_benchmark": "default",
+        "miopen_immediate": "default", "miopen_find_mode": "default", "tunableop": "off",
+        "blas_prefer_hipblaslt": "default", "hip_force_dev_kernarg": "default",
+        "hsa_no_scratch_reclaim": "default"}
 
 
 def test_gpt2_on_rocm_7_2_gets_attention_and_allocator_knobs_but_no_convolution_ones() -> None:
     space = plan_space(RX7900, BenchSpec(model="gpt2", precision="bf16"), {}, space="full")
     assert [pk.name for pk in space.knobs] == [
-        "precision", "compile", "tunableop",
-        "blas_prefer_hipblaslt", "hip_force_dev_kernarg", "gpu_max_hw_queues",
-        "hsa_enable_sdma", "aotriton_experimental", "alloc"]
+        "precision", "compile", "compile_mode", "optimizer_impl", "sdpa_backend",
+        "rocm_fa_library", "tunableop", "blas_prefer_hipblaslt", "hip_force_dev_kernarg",
+        "gpu_max_hw_queues", "hsa_no_scratch_reclaim", "hsa_enable_sdma",
+        "aotriton_experimental", "alloc"]
+    # --space full adds the max-autotune modes (minutes of compile)
+    assert _knob(space, "compile_mode").labels == (
+        "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+    assert _knob(space, "sdpa_backend").labels == ("default", "flash", "efficient", "math")
     assert _knob(space, "precision").baseline == "bf16"
     assert _knob(space, "alloc").labels == ("default", "expandable_segments")
     assert dict(space.skipped) == {
-        "batch_size": "give --batch-sizes to search it",
+        "batch_size": "no batch size but yours (64) to try here",
         "channels_last": "gpt2 has no conv work for it to act on",
         "cudnn_benchmark": "gpt2 has no conv work for it to act on",
         "miopen_find_enforce": "gpt2 has no conv work for it to act on",
@@ -105,6 +118,7 @@ def test_user_environment_shapes_the_choices() -> None:
         ("blas_prefer_hipblaslt", ("default", "1", "0"), "default"),
         ("hip_force_dev_kernarg", ("default", "1"), "default"),
         ("gpu_max_hw_queues", ("default", "2"), "default"),
+        ("hsa_no_scratch_reclaim", ("default", "1"), "default"),
         ("hsa_enable_sdma", ("default", "0"), "default"),
     ]
     assert dict(space.skipped) == {
@@ -130,6 +144,8 @@ def test_cpu_space_and_precisions_per_cuda_generation() -> None:
     assert _knobs(space) == [
         ("channels_last", ("off", "on"), "off"),
         ("compile", ("off", "on"), "off"),
+        # on the CPU torch.optim's default is the for-loop
+        ("optimizer_impl", ("default", "foreach", "fused"), "default"),
         ("batch_size", ("32", "64", "128"), "64"),
         ("threads", ("default", "4", "2", "1"), "default"),
     ]

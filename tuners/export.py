@@ -80,6 +80,22 @@ def _duration(seconds: float) -> str:
     return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
 
 
+def _stopped_line(result: Mapping[str, Any], queued: int) -> list[str]:
+    """Why the search ended, and what a user can do about it, only where it would run more."""
+    search = result.get("search") or {}
+    reason, why = search.get("stopped"), search.get("why") or ""
+    if not why:
+        return []
+    line = f"the search ended: {why}"
+    them = "it" if queued == 1 else "them"
+    if queued and reason == "budget":
+        line += (f"; {queued} queued configuration{'s' if queued != 1 else ''} not run: the "
+                 f"same command with a longer --budget measures {them}")
+    elif queued and reason == "max-trials":
+        line += f"; {queued} queued, not run: a higher --max-trials measures {them}"
+    return [line]
+
+
 def render_summary(result: Mapping[str, Any], outputs: Sequence[str] = ()) -> str:
     """The end-of-tune report for the terminal (plain text, no colour)."""
     w, p = result["workload"], result["platform"]
@@ -98,9 +114,7 @@ def render_summary(result: Mapping[str, Any], outputs: Sequence[str] = ()) -> st
            f"{p.get('device') or p['kind']} ({versions})",
            f"study {result['study']['name']}: {len(counted)} trials ("
            + ", ".join(f"{n} {s}" for s, n in sorted(states.items())) + f") in "
-           f"{_duration(result['elapsed_s'])}"
-           + (f"; {queued} queued, not run (the budget ran out; the same command measures "
-              f"{'it' if queued == 1 else 'them'} next)" if queued else ""), ""]
+           f"{_duration(result['elapsed_s'])}", *_stopped_line(result, queued), ""]
     base = result.get("baseline")
     unit = (base or {}).get("unit")
     rows = [("", "throughput", "memory", "one-time", "speed-up (95 % interval)")]
@@ -124,6 +138,11 @@ def render_summary(result: Mapping[str, Any], outputs: Sequence[str] = ()) -> st
     for cand in conf["candidates"]:
         out.append(f"  trial {cand['trial']}: {_changes(cand['changes'], knobs)}: "
                    f"{cand['why']}")
+        back = cand.get("payback")
+        if back and back["one_time_s"] > 0:
+            out.append(f"    its {back['one_time_s']:g} s of one-time cost (compile, tuning) "
+                       f"is paid back after {back['steps']:,} steps "
+                       f"({back['minutes']:g} min of training)")
     verdict = result["verdict"]
     out += ["", f"verdict: {verdict['summary']}"]
     same = verdict.get("best_same_precision")
@@ -133,6 +152,17 @@ def render_summary(result: Mapping[str, Any], outputs: Sequence[str] = ()) -> st
                    f"({_pct(same['speedup'])})")
     elif best and not same:
         out.append(f"  no confirmed win keeps {verdict['precision']}")
+    if best and "best_same_batch" in verdict:
+        batch = verdict.get("batch_size")
+        keeps = verdict.get("best_same_batch")
+        if keeps is None:
+            out.append(f"  no confirmed win keeps batch size {batch}")
+        elif keeps["trial"] != best["trial"]:
+            out.append(f"  best at your batch size ({batch}): trial {keeps['trial']} "
+                       f"({_pct(keeps['speedup'])})")
+        if best.get("batch_size", batch) != batch:
+            out.append(f"  trial {best['trial']} trains with batch size {best['batch_size']}: "
+                       "scale the learning rate with the batch (and check convergence)")
     effects = result["effects"][:8]
     if effects:
         out += ["", "knob effects (geometric mean of finished trials with the value vs "

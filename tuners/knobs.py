@@ -67,6 +67,12 @@ TF32 = ("https://docs.pytorch.org/docs/stable/notes/cuda.html"
         "#tensorfloat-32-tf32-on-ampere-and-later-devices")
 TF32_ROCM = "https://github.com/pytorch/pytorch/blob/main/torch/cuda/__init__.py"
 COMPILE = "https://docs.pytorch.org/docs/stable/generated/torch.compile.html"
+OPTIM_IMPL = "https://docs.pytorch.org/docs/stable/optim.html#algorithms"
+SDPA_KERNEL = ("https://docs.pytorch.org/docs/stable/generated/"
+               "torch.nn.attention.sdpa_kernel.html")
+ROCM_FA_LIBRARY = ("https://docs.pytorch.org/docs/stable/backends.html"
+                   "#torch.backends.cuda.preferred_rocm_fa_library")
+ROCR_ENV = "https://rocm.docs.amd.com/en/latest/reference/env-variables.html"
 BATCH = ("https://nvlabs.github.io/eccv2020-mixed-precision-tutorial/files/"
          "szymon_migacz-pytorch-performance-tuning-guide.pdf")
 HSA_OVERRIDE = ("https://github.com/ROCm/ROCT-Thunk-Interface/blob/master/src/topology.c")
@@ -127,9 +133,40 @@ KNOBS: tuple[Knob, ...] = (
          PLATFORMS, ("default", "full"), COMPILE,
          "compiles the training step with TorchInductor; long first step", one_time_cost=True,
          fast="on"),
+    # reduce-overhead replays the step as CUDA (HIP) graphs; the max-autotune modes benchmark
+    # kernel choices at compile time (minutes), so they are searched only in --space full.
+    Knob("compile_mode", "torch.compile mode", SETTING,
+         ((DEFAULT, None), ("reduce-overhead", "reduce-overhead")), ("rocm", "cuda"),
+         ("default",), COMPILE,
+         "reduce-overhead: CUDA/HIP graphs replay each step, less launch overhead, more memory",
+         requires=(("compile", "on"),), one_time_cost=True, fast="reduce-overhead"),
+    Knob("compile_mode", "torch.compile mode", SETTING,
+         ((DEFAULT, None), ("reduce-overhead", "reduce-overhead"),
+          ("max-autotune", "max-autotune"),
+          ("max-autotune-no-cudagraphs", "max-autotune-no-cudagraphs")), ("rocm", "cuda"),
+         ("full",), COMPILE,
+         "reduce-overhead (graphs); max-autotune modes benchmark kernels while compiling "
+         "(minutes of one-time cost)",
+         requires=(("compile", "on"),), one_time_cost=True, fast="reduce-overhead"),
+    Knob("optimizer_impl", "optimizer implementation (foreach / fused)", SETTING,
+         ((DEFAULT, None), ("for-loop", "for-loop"), ("foreach", "foreach"),
+          ("fused", "fused")), PLATFORMS, ("default", "full"), OPTIM_IMPL,
+         "one kernel per parameter (for-loop), batched over parameters (foreach), or one fused "
+         "kernel for the whole update (fused)", fast="fused"),
+    Knob("sdpa_backend", "scaled_dot_product_attention kernel", SETTING,
+         ((DEFAULT, None), ("flash", "flash"), ("efficient", "efficient"), ("math", "math")),
+         ("rocm", "cuda"), ("default", "full"), SDPA_KERNEL,
+         "restricts attention to one kernel (torch.nn.attention.sdpa_kernel); by default "
+         "torch picks per call", uses=("sdpa",), min_versions=(("rocm", "2.3", None),
+                                                               ("cuda", "2.3", None))),
+    Knob("rocm_fa_library", "flash-attention library on ROCm", SETTING,
+         ((DEFAULT, None), ("aotriton", "aotriton"), ("ck", "ck")), ("rocm",),
+         ("default", "full"), ROCM_FA_LIBRARY,
+         "which library serves flash attention on ROCm: AOTriton or Composable Kernel",
+         uses=("sdpa",)),
     Knob("batch_size", "batch size", SPEC, (), PLATFORMS, ("default", "full"), BATCH,
-         "samples per step (only with --batch-sizes); a new batch may need a new learning rate",
-         fast="max"),
+         "samples per step, from yours up to the largest that fits; a new batch size needs a "
+         "new learning rate (scale it with the batch)", fast="max"),
     Knob("threads", "CPU threads (OMP_NUM_THREADS)", ENV, (), ("cpu",), SPACES, CPU_THREADS,
          "intra-op threads; PyTorch reads OMP_NUM_THREADS at start"),
     Knob("cudnn_benchmark", "torch.backends.cudnn.benchmark", SETTING,
@@ -172,6 +209,10 @@ KNOBS: tuple[Knob, ...] = (
     Knob("gpu_max_hw_queues", "GPU_MAX_HW_QUEUES", ENV,
          _env_choices("GPU_MAX_HW_QUEUES", "2"), ("rocm",), ("env", "full"), ROCM_WORKLOAD,
          "hardware queues the HIP runtime uses per device (default 4)"),
+    Knob("hsa_no_scratch_reclaim", "HSA_NO_SCRATCH_RECLAIM", ENV,
+         _env_choices("HSA_NO_SCRATCH_RECLAIM", "1"), ("rocm",), SPACES, ROCR_ENV,
+         "1 keeps scratch memory assigned to its queue instead of reclaiming it between "
+         "dispatches"),
     Knob("hsa_enable_sdma", "HSA_ENABLE_SDMA", ENV, _env_choices("HSA_ENABLE_SDMA", "0"),
          ("rocm",), ("env", "full"), ROCR_FLAGS,
          "0 copies with shader blit kernels instead of the SDMA engines"),
@@ -225,6 +266,11 @@ SETTING_DEFAULTS: tuple[tuple[str, str, Optional[str], Optional[str], Any], ...]
     ("cudnn_benchmark", "rocm", "2.7", None, False),
     ("cudnn_benchmark", "cuda", None, None, False),
     ("miopen_immediate", "rocm", None, None, False),
+    # torch.optim picks foreach when every parameter is on a device with foreach kernels (the
+    # GPUs), the for-loop otherwise: torch/optim/optimizer.py _default_to_fused_or_foreach.
+    ("optimizer_impl", "rocm", None, None, "foreach"),
+    ("optimizer_impl", "cuda", None, None, "foreach"),
+    ("optimizer_impl", "cpu", None, None, "for-loop"),
 )
 
 # Never searched: debugging switches that serialise or slow work, and compatibility hacks.

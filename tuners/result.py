@@ -4,8 +4,9 @@ variables, the Python lines and the notes a training script needs)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Optional
 
 from rocmdoctor import schemas
 from rocmdoctor.tuners import study as sd
@@ -95,6 +96,24 @@ CODE_LINES: dict[tuple[str, str], tuple[str, ...]] = {
     ("cudnn_benchmark", "on"): ("torch.backends.cudnn.benchmark = True",),
     ("cudnn_benchmark", "off"): ("torch.backends.cudnn.benchmark = False",),
     ("miopen_immediate", "on"): ("torch.backends.miopen.immediate = True  # torch >= 2.9",),
+    # the optimizer the script builds, with the implementation measured
+    ("optimizer_impl", "fused"): ("optimizer = torch.optim.SGD(..., fused=True)  # or Adam, "
+                                  "AdamW: the optimizer you use, fused=True",),
+    ("optimizer_impl", "foreach"): ("optimizer = torch.optim.SGD(..., foreach=True)  # or the "
+                                    "optimizer you use",),
+    ("optimizer_impl", "for-loop"): ("optimizer = torch.optim.SGD(..., foreach=False)  # or "
+                                     "the optimizer you use",),
+    ("sdpa_backend", "flash"): ("from torch.nn.attention import SDPBackend, sdpa_kernel",
+                                "with sdpa_kernel(SDPBackend.FLASH_ATTENTION):  # around "
+                                "forward + loss"),
+    ("sdpa_backend", "efficient"): ("from torch.nn.attention import SDPBackend, sdpa_kernel",
+                                    "with sdpa_kernel(SDPBackend.EFFICIENT_ATTENTION):  # "
+                                    "around forward + loss"),
+    ("sdpa_backend", "math"): ("from torch.nn.attention import SDPBackend, sdpa_kernel",
+                               "with sdpa_kernel(SDPBackend.MATH):  # around forward + loss"),
+    ("rocm_fa_library", "aotriton"): ('torch.backends.cuda.preferred_rocm_fa_library('
+                                      '"aotriton")',),
+    ("rocm_fa_library", "ck"): ('torch.backends.cuda.preferred_rocm_fa_library("ck")',),
 }
 
 
@@ -115,6 +134,14 @@ def how_to_apply(space: Mapping[str, Any], params: Mapping[str, str],
             env["PYTORCH_TUNABLEOP_ENABLED"] = "1"
             notes.append("TunableOp replays the tuned GEMMs in PYTORCH_TUNABLEOP_FILENAME; new "
                          "shapes are tuned on first use")
+        if name == "compile" and label == "on" and params.get("compile_mode") not in (
+                None, "default"):
+            python.append(f'model = torch.compile(model, mode="{params["compile_mode"]}")')
+            continue
+        if name == "compile_mode":  # written with compile, unless you compile already
+            if params.get("compile") == knobs.get("compile", {}).get("baseline", "on"):
+                python.append(f'model = torch.compile(model, mode="{label}")')
+            continue
         for line in CODE_LINES.get((name, label), ()):
             python.append(line.format(device=device))
         if name == "batch_size":
@@ -127,3 +154,20 @@ def how_to_apply(space: Mapping[str, Any], params: Mapping[str, str],
         notes.append("MIOPEN_USER_DB_PATH and MIOPEN_CUSTOM_CACHE_DIR point at the databases "
                      "this trial tuned; they stay valid for this MIOpen version and GPU")
     return {"env": env, "python": python, "notes": notes}
+
+
+def payback(base: Mapping[str, Any], trial: Mapping[str, Any], speedup: Optional[float],
+            batch_size: int) -> Optional[dict[str, Any]]:
+    """After how many steps (and minutes of training at the faster speed) a candidate's
+    one-time cost (compile, tuning) beyond yours is paid back by its faster steps; None when
+    it is not faster or its throughput is unknown."""
+    rate = base.get("throughput")
+    if not speedup or speedup <= 1.0 or not rate:
+        return None
+    extra = max(0.0, float(trial.get("one_time_s") or 0.0) - float(base.get("one_time_s")
+                                                                   or 0.0))
+    faster = rate * speedup
+    saved = 1.0 / rate - 1.0 / faster  # seconds saved per sample
+    samples = extra / saved
+    return {"one_time_s": round(extra, 1), "steps": int(math.ceil(samples / batch_size)),
+            "minutes": round(samples / faster / 60.0, 2)}

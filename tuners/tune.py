@@ -29,18 +29,38 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from rocmdoctor import __version__
+from rocmdoctor.tuners import batch
 from rocmdoctor.tuners import confirm as cf
 from rocmdoctor.tuners import space as sp
 from rocmdoctor.tuners import study as sd
 from rocmdoctor.tuners.bench.child import TrialOutcome, run_bench_child
 from rocmdoctor.tuners.bench.spec import BenchSpec
 from rocmdoctor.tuners.knobs import Platform, ProbeError, environment_warnings, probe_platform
-from rocmdoctor.tuners.result import SCHEMA, changes_text, how_to_apply, metrics_of, trial_dict
+from rocmdoctor.tuners.result import (
+    SCHEMA,
+    changes_text,
+    how_to_apply,
+    metrics_of,
+    payback,
+    trial_dict,
+)
 
 if TYPE_CHECKING:
     import optuna
 
 MAX_DUPLICATES = 20  # consecutive repeats of measured points: the sampler has converged
+# A trial measured again keeps this share of its one-time cost (Dynamo still traces; the
+# inductor, MIOpen and TunableOp results are cached in its folders), and costs at least this
+# share of its first run (the process, torch's import and the measurement itself).
+RERUN_ONE_TIME_LEFT = 0.8
+RERUN_FLOOR = 0.25
+# Why the search ended, as the summary says it.
+STOPPED = {
+    "budget": "the budget left no room for another trial and the confirmation",
+    "max-trials": "--max-trials was reached",
+    "space": "every configuration of the space was measured",
+    "converged": "the sampler kept proposing configurations already measured",
+}
 Event = Callable[[str, dict[str, Any]], None]
 
 class TuneError(Exception):
@@ -62,11 +82,12 @@ class TuneOptions:
     max_trials: Optional[int] = None
     space: str = "default"
     keep_precision: bool = False
-    batch_sizes: tuple[int, ...] = ()
+    batch_sizes: tuple[int, ...] = ()  # () with keep_batch_size False: search from yours up
+    keep_batch_size: bool = False
     study: Optional[str] = None
     storage: Optional[str] = None
     trial_timeout_s: Optional[float] = None
-    confirm_rounds: int = 3
+    confirm_rounds: int = 2
     confirm_max_rounds: Optional[int] = None  # default: twice confirm_rounds
     confirm_top: int = 2
     python: Optional[str] = None
@@ -107,6 +128,8 @@ class Tuner:
         self.cancel = threading.Event()  # set on Ctrl-C: concurrent trials stop at once
         self.host = socket.gethostname()
         self.owner = sd.owner_id(self.host, os.getpid())
+        self.stopped: Optional[str] = None  # why the search ended (STOPPED)
+        self.batch_search: dict[str, Any] = {"sizes": [], "how": "not planned"}
 
     # --- the run ---------------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
@@ -119,10 +142,11 @@ class Tuner:
         except ProbeError as exc:
             raise TuneError(str(exc)) from None
         self._check_gpus()
+        self.batch_search = self._batch_sizes()
         try:
             self.space = sp.plan_space(self.platform, spec, self.env, self.o.space,
-                                       self.o.keep_precision, self.o.batch_sizes,
-                                       self.o.allow_test_knobs)
+                                       self.o.keep_precision, self.batch_search["sizes"],
+                                       self.o.allow_test_knobs, self.o.keep_batch_size)
         except ValueError as exc:
             raise TuneError(str(exc)) from None
         if not self.space.knobs:
@@ -155,6 +179,57 @@ class Tuner:
             self._clean(result)
         self.emit("done", {"result": result})
         return result
+
+    def _batch_sizes(self) -> dict[str, Any]:
+        """The batch sizes to search: the user's list, none with --keep-batch-size, else the
+        user's batch and its doublings up to the largest that fits (tuners/batch.py)."""
+        spec = self.o.spec
+        if self.o.batch_sizes or self.o.keep_batch_size or not self._searches("batch_size"):
+            return {"sizes": list(self.o.batch_sizes), "how": "given" if self.o.batch_sizes
+                    else "kept"}
+        if self.platform.kind == "cpu":
+            return {"sizes": list(batch.cpu_choices(spec.batch_size)), "how": "cpu-doublings"}
+        path = batch.cache_path(os.path.join(sd.cache_dir(self.env), "batch"), spec.to_dict(),
+                                self.platform.to_dict())
+        cached = batch.load(path)
+        if cached is not None:
+            self.emit("batch-sizes", {**cached, "cached": True})
+            return {**cached, "cached": True}
+        from rocmdoctor.tuners.bench.maxbatch import find_max_batch
+
+        device = self.gpu_env(self.o.gpus[0] if self.o.gpus else None)
+        started = time.monotonic()
+
+        def runner(probe: BenchSpec) -> TrialOutcome:
+            return run_bench_child(probe, device, 300.0, base_env=self.env,
+                                   python=self.o.python, cancel=self.cancel)
+
+        def on_probe(size: int, outcome: TrialOutcome) -> None:
+            self.emit("batch-probe", {"batch": size, "state": outcome.state,
+                                      "wall_s": outcome.wall_s, "time_left": self.time_left()})
+
+        self.emit("batch-search", {"from": spec.batch_size,
+                                   "limit": spec.batch_size * batch.LIMIT_FACTOR})
+        found = find_max_batch(spec, runner, limit=spec.batch_size * batch.LIMIT_FACTOR,
+                               on_probe=on_probe)
+        sizes = batch.choices(spec.batch_size, found.largest_fit,
+                              limit_reached=found.first_oom is None)
+        result = {"sizes": list(sizes), "how": "max-batch search",
+                  "largest_fit": found.largest_fit, "first_oom": found.first_oom,
+                  "probes": [list(p) for p in found.probes], "message": found.message(),
+                  "seconds": round(time.monotonic() - started, 1)}
+        if found.failure is None:
+            batch.save(path, result)
+        self.emit("batch-sizes", {**result, "cached": False})
+        return result
+
+    def _searches(self, name: str) -> bool:
+        """Whether the requested space could hold the knob `name` (before planning it)."""
+        from rocmdoctor.tuners import knobs as kb
+
+        if self.o.space in kb.SPACES:
+            return any(self.o.space in k.spaces for k in kb.knobs_named(name))
+        return name in [n.strip() for n in self.o.space.split(",")]
 
     def _lock_sampler(self) -> None:
         """The grid sampler's after_trial reads every trial, the running ones too: with one
@@ -224,30 +299,65 @@ class Tuner:
     def time_left(self) -> float:
         return self.o.budget_s - (time.monotonic() - self.started)
 
-    def _search_over(self) -> bool:
+    def _rerun_s(self, t: Mapping[str, Any], typical: float) -> float:
+        """What measuring trial `t` again costs: its confirmation runs so far, else its first
+        run less most of its one-time cost (the trial's compile, MIOpen and TunableOp caches
+        are warm when it runs again)."""
+        walls = [r["wall_s"] for r in self.study.user_attrs.get("confirm_runs", [])
+                 if r.get("trial") == t["number"] and r.get("wall_s")]
+        if walls:
+            return float(statistics.median(walls))
+        wall = float(t.get("wall_s") or typical)
+        return max(wall - RERUN_ONE_TIME_LEFT * float(t.get("one_time_s") or 0.0),
+                   RERUN_FLOOR * wall)
+
+    def confirm_reserve(self, done: list[dict[str, Any]]) -> float:
+        """Seconds the confirmation of the candidates that exist now will take: each round
+        re-measures your settings and each candidate once."""
+        typical = self._typical_wall(done)
+        ok = [t for t in done if t["state"] == "ok"]
+        base = next((t for t in ok if t["baseline"]), None)
+        if base is None:  # your settings have not finished: one of them and one candidate
+            return self.o.confirm_rounds * 2 * typical
+        picked = cf.pick_candidates(base, ok, self.o.confirm_top, self.o.spec.precision)
+        if not picked:  # a candidate will exist once another trial finishes
+            others = [self._rerun_s(t, typical) for t in ok if not t["baseline"]]
+            picked_cost = [statistics.median(others) if others else typical]
+        else:
+            picked_cost = [self._rerun_s(t, typical) for t in picked]
+        return self.o.confirm_rounds * (self._rerun_s(base, typical) + sum(picked_cost))
+
+    def _stop_reason(self) -> Optional[str]:
+        """Why the search ends now: max-trials, space, converged or budget; None to go on."""
         trials = self._trials()
         done = [t for t in trials if t["state"] in sd.DONE_STATES]
         # trials running on other GPUs count towards --max-trials: they will finish
         if self.o.max_trials and self._claimed(done) >= self.o.max_trials:
-            return True
+            return "max-trials"
         if len(sd.done_keys(done)) >= self.space.size():
-            return True
+            return "space"
         if self.duplicates >= MAX_DUPLICATES:
-            return True
+            return "converged"
         # The budget binds once your settings have run (ok or not): there is always a baseline;
-        # or once another tune sharing the study is running them.
-        wall = self._typical_wall(done)
-        reserve = (self.o.confirm_top + 1) * self.o.confirm_rounds * wall
+        # or once another tune sharing the study is running them. Another trial starts while
+        # it and the confirmation of the candidates that exist still fit.
         started = any(t["baseline"] and t["state"] in (*sd.DONE_STATES, "running")
                       for t in trials)
-        return started and self.time_left() < wall + reserve
+        if started and self.time_left() < self._typical_wall(done) + self.confirm_reserve(done):
+            return "budget"
+        return None
+
+    def _search_over(self) -> bool:
+        return self._stop_reason() is not None
 
     def _search(self) -> None:
-        if self._search_over():
+        self.stopped = self._stop_reason()
+        if self.stopped is not None:
             return
         ended: list[threading.Event] = []  # one per search thread, set as it ends
         try:
             self._search_threads(ended)
+            self.stopped = self._stop_reason() or "space"  # the sampler ran out of points
         except KeyboardInterrupt:
             with _ctrl_c_deferred():  # a second Ctrl-C would leave the cut trials RUNNING
                 self.cancel.set()  # each thread kills its child and records it as interrupted
@@ -454,7 +564,10 @@ class Tuner:
                                         self.o.gpus[0] if self.o.gpus else None)
             value = metrics_of(outcome.result)["throughput"] if outcome.result else None
             stored.append({"trial": t["number"], "round": round_index, "throughput": value,
-                           "state": outcome.state, "at": time.time()})
+                           "state": outcome.state, "at": time.time(),
+                           "wall_s": round(outcome.wall_s, 2),
+                           "energy_per_sample_j": metrics_of(outcome.result)[
+                               "energy_per_sample_j"] if outcome.result else None})
             self.study.set_user_attr("confirm_runs", stored)
             self.emit("confirm-run", {"trial": t["number"], "round": round_index,
                                       "state": outcome.state, "throughput": value,
@@ -463,13 +576,21 @@ class Tuner:
             return value
 
         def time_for_round(keys: int) -> bool:
-            return self.time_left() >= keys * self._typical_wall()
+            typical = self._typical_wall()
+            return self.time_left() >= sum(self._rerun_s(t, typical) for t in [base, *picked]
+                                           if t is not None)
 
         confirmation = cf.confirm(base, picked, stored, measure, self.o.confirm_rounds,
                                   self.o.confirm_max_rounds or 2 * self.o.confirm_rounds,
                                   time_for_round)
+        confirmation["timed_runs"] = [dict(r) for r in stored]  # for the HTML's time axis
+        by_number = {t["number"]: t for t in self._trials()}
         for cand in confirmation["candidates"]:
             cand["changes"] = self._changes(cand["params"])
+            cand["batch_size"] = int(cand["params"].get("batch_size", self.o.spec.batch_size))
+            if base is not None:
+                cand["payback"] = payback(base, by_number[cand["trial"]], cand["speedup"],
+                                          cand["batch_size"])
         return confirmation
 
     # --- result ----------------------------------------------------------------------------
@@ -481,6 +602,8 @@ class Tuner:
         best = max(winners, key=lambda c: c["speedup"], default=None)
         same = max((c for c in winners if c["precision"] == self.o.spec.precision),
                    key=lambda c: c["speedup"], default=None)
+        same_batch = max((c for c in winners if c["batch_size"] == self.o.spec.batch_size),
+                         key=lambda c: c["speedup"], default=None)
         apply = None
         if best is not None:
             t = next(t for t in trials if t["number"] == best["trial"])
@@ -507,8 +630,12 @@ class Tuner:
             "elapsed_s": time.monotonic() - self.started, "warnings": warnings,
             "trials": trials, "baseline": self._baseline(), "confirmation": confirmation,
             "verdict": {"winner": best is not None, "summary": summary, "best_overall": best,
-                        "best_same_precision": same,
-                        "precision": self.o.spec.precision},
+                        "best_same_precision": same, "best_same_batch": same_batch,
+                        "precision": self.o.spec.precision,
+                        "batch_size": self.o.spec.batch_size},
+            "search": {"stopped": self.stopped, "why": STOPPED.get(self.stopped or "", ""),
+                       "queued": sum(t["state"] == "waiting" for t in trials)},
+            "batch_search": self.batch_search,
             "effects": cf.knob_effects(trials, self.space.to_dict()["knobs"]),
             "apply": apply,
         }

@@ -73,6 +73,16 @@ class AmdgpuModule:
         return self.initstate or (self.proc_state.lower() if self.proc_state else None)
 
 
+def dkms_version(host: Host) -> Optional[str]:
+    """AMD's DKMS driver version (/sys/module/amdgpu/version); None for the kernel's own
+    driver or none loaded."""
+    return (host.read_file(VERSION_FILE) or "").strip() or None
+
+
+def module_present(host: Host) -> bool:
+    return host.exists(MODULE_DIR)
+
+
 def amdgpu_module(host: Host) -> AmdgpuModule:
     """The amdgpu module's facts, read once per host."""
 
@@ -80,10 +90,10 @@ def amdgpu_module(host: Host) -> AmdgpuModule:
         modules = host.read_file("/proc/modules")
         state = parse_proc_modules(modules).get("amdgpu") if modules else None
         return AmdgpuModule(
-            present=host.exists(MODULE_DIR),
+            present=module_present(host),
             proc_state=state,
             initstate=(host.read_file(INITSTATE_FILE) or "").strip().lower() or None,
-            version=(host.read_file(VERSION_FILE) or "").strip() or None,
+            version=dkms_version(host),
         )
 
     return host.memo("amdgpu:module", compute)
@@ -97,9 +107,9 @@ def dkms_entries(host: Host) -> list[DkmsEntry]:
 
 def describe_driver(host: Host) -> str:
     """'6.8.5 (AMD DKMS)', 'inbox driver of kernel X' or 'not loaded'."""
-    module = amdgpu_module(host)
-    if not module.present:
+    if not module_present(host):
         return "not loaded"
-    if module.version:
-        return f"{module.version} (AMD DKMS)"
+    version = dkms_version(host)
+    if version:
+        return f"{version} (AMD DKMS)"
     return f"inbox driver of kernel {host.platform.kernel_release}"

@@ -10,7 +10,7 @@ import os
 import platform
 from typing import Any, Callable, Optional
 
-from rocmdoctor.facts.amdgpu_module import amdgpu_module
+from rocmdoctor.facts.amdgpu_module import dkms_version
 from rocmdoctor.facts.cpu import cpu_info
 from rocmdoctor.facts.nvidia_gpus import proc_driver_version
 from rocmdoctor.host.live import LiveHost
@@ -61,6 +61,17 @@ def apply_settings(torch: Any, spec: BenchSpec) -> tuple[dict[str, Any], dict[st
                 continue
         elif key == "num_threads":
             torch.set_num_threads(value)
+        elif key == "rocm_fa_library":
+            chooser = getattr(torch.backends.cuda, "preferred_rocm_fa_library", None)
+            if chooser is None or not torch.version.hip:
+                unsupported[key] = (f"torch {torch.__version__} has no "
+                                    "backends.cuda.preferred_rocm_fa_library on this build")
+                continue
+            try:
+                chooser(value)
+            except (RuntimeError, ValueError) as exc:
+                unsupported[key] = str(exc).strip().splitlines()[0][:200]
+                continue
         # compile_mode and seed are read where they are used
         applied[key] = value
     return applied, unsupported
@@ -122,7 +133,7 @@ def _cpu_name() -> str:
 def _driver_version(rocm: bool) -> Optional[str]:
     if not rocm:
         return proc_driver_version(_host())
-    return amdgpu_module(_host()).version or f"in-kernel amdgpu ({platform.release()})"
+    return dkms_version(_host()) or f"in-kernel amdgpu ({platform.release()})"
 
 
 _HOST: Optional[LiveHost] = None
@@ -139,3 +150,30 @@ def _host() -> LiveHost:
 def amdsmi_handle(torch: Any, device: Any) -> Optional[Callable[[], Any]]:
     getter = getattr(torch.cuda, "_get_amdsmi_handler", None)  # maps HIP index -> amdsmi
     return (lambda: getter(device)) if getter is not None and torch.version.hip else None
+
+
+def implemented_optimizer(torch: Any, optimizer: Any, impl: Optional[str]
+                          ) -> tuple[Any, Optional[str]]:
+    """The workload's optimizer built again with the implementation `impl` (for-loop, foreach
+    or fused: torch.optim's `foreach=` and `fused=`,
+    https://docs.pytorch.org/docs/stable/optim.html#algorithms), and why not when this torch
+    or device refuses it (the optimizer is then kept as it was)."""
+    if impl is None:
+        return optimizer, None
+    cls = type(optimizer)
+    flags = {"for-loop": {"foreach": False, "fused": False},
+             "foreach": {"foreach": True, "fused": False},
+             "fused": {"foreach": False, "fused": True}}[impl]
+    import inspect
+
+    accepted = inspect.signature(cls).parameters
+    missing = [name for name, on in flags.items() if on and name not in accepted]
+    if missing:
+        return optimizer, f"{cls.__name__} in torch {torch.__version__} has no {missing[0]}="
+    defaults = {k: v for k, v in optimizer.defaults.items() if k in accepted}
+    defaults.update({k: v for k, v in flags.items() if k in accepted})
+    params = [p for group in optimizer.param_groups for p in group["params"]]
+    try:
+        return cls(params, **defaults), None
+    except (RuntimeError, ValueError, TypeError) as exc:
+        return optimizer, str(exc).strip().splitlines()[0][:200]
