@@ -227,7 +227,7 @@ def test_environment_warnings_name_debug_variables() -> None:
     assert kb.environment_warnings({"AMD_SERIALIZE_KERNEL": "3", "MIOPEN_LOG_LEVEL": "4"}) == [
         "your environment sets AMD_SERIALIZE_KERNEL=3, which serializes every kernel launch; "
         "every trial inherits it, so all numbers are slower than they need be "
-        "(https://github.com/ROCm/clr/blob/develop/rocclr/utils/flags.hpp)"]
+        "(https://github.com/ROCm/rocm-systems/blob/develop/projects/clr/rocclr/utils/flags.hpp)"]
 
 
 def test_every_knob_has_a_source_and_a_default_first() -> None:

@@ -148,11 +148,13 @@ def header_rows(host: Host, raw: RawFacts, platform: str, tool_version: str
     from rocmdoctor.facts.amdgpu_module import describe_driver
     from rocmdoctor.facts.machine import nvidia_driver_version
     from rocmdoctor.facts.rocm_version import installed_rocm
+    from rocmdoctor.kb import KB_DATE
 
     plat = host.platform
     torch = torch_info(host)
     rows: list[tuple[str, str]] = [
         ("rocmdoctor", tool_version),
+        ("Knowledge base", f"tables dated {KB_DATE}"),
         ("OS", f"{raw.os_name or 'unknown'} ({plat.machine})"),
         ("Kernel", plat.kernel_release or "unknown"),
     ]
