@@ -82,7 +82,9 @@ class PciDevice:
         return parse_width(self.link.get(f"{which}_link_width"))
 
     def label(self) -> str:
-        return f"{self.bdf} {self.name}" if self.name else f"{self.bdf} [{self.pci_id}]"
+        if self.name:
+            return f"{self.bdf} {self.name}"
+        return f"{self.bdf} [{self.vendor[2:] or '?'}:{self.device[2:] or '?'}]"
 
 
 def _read(host: Host, path: str) -> str:
