@@ -103,7 +103,8 @@ XIDS: tuple[Xid, ...] = (
         "Reboot. Then check the card's power cables and power supply, reseat the card in a slot "
         "without a riser, and watch its temperature; if it falls off again, the card or slot "
         "needs service.", "fail", FALLEN_OFF,
-        extra_patterns=(r"has fallen off the bus",), check="pcie-link"),
+        extra_patterns=(r"has fallen off the bus", r"fallen off the bus and is not responding"),
+        check="pcie-link"),
     Xid(92, "EXCESSIVE_SBE_INTERRUPTS",  # l.98
         "a high rate of corrected single-bit ECC errors",
         "Watch the counters (nvidia-smi -q -d ECC); reset the GPU when it is idle; service it "
