@@ -62,7 +62,8 @@ class KernelLogCheck(Check):
                 f"the kernel log is longer than {MAX_LOG_CHARS // 2**20} MiB: only its last "
                 f"{MAX_LOG_CHARS // 2**20} MiB were read"))
         problems = [c for c in causes if c.entry.level in ("fail", "warn")]
-        where = f"{log.source}, {len(log.lines)} lines"
+        count = len(log.lines)
+        where = f"{log.source}: {count} line{'s' if count != 1 else ''}"
         if not problems:
             return self.passed(f"no known GPU driver problem in the kernel log ({where})",
                                findings)
