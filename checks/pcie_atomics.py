@@ -13,7 +13,7 @@ import re
 from typing import Optional
 
 from rocmdoctor.facts.amd_gpus import KFD_NODES
-from rocmdoctor.facts.kernel_log import kernel_log, log_causes
+from rocmdoctor.facts.kernel_log import kernel_log, matches
 from rocmdoctor.facts.pci import AMD, PCI_DEVICES, KfdNode, PciDevice, kfd_gpu_nodes, pci_gpus
 from rocmdoctor.facts.platform import is_wsl, not_rocm_reason
 from rocmdoctor.host import Host
@@ -75,11 +75,20 @@ class PcieAtomics(Check):
                 if ids.get("did") and ids["did"].lower() != gpu.device[2:]:
                     continue
                 return kind, line.message
-        for cause in log_causes(host):
-            if cause.entry.key in DRIVER_CAUSES:
-                hit = next((ln for ln in cause.lines if gpu.bdf in ln.message), None)
-                if hit is not None:
-                    return cause.entry.key, hit.message
+        # amdgpu's own start-up failure: the line naming this GPU, and the firmware line
+        # before it that names the cause (PSP lines carry no PCI address).
+        lines = kernel_log(host).lines
+        hits = {key: [ln for ln in lines if matches(ENTRY[key], ln.message)]
+                for key in DRIVER_CAUSES}
+        for key in DRIVER_CAUSES:
+            mine = next((ln for ln in hits[key] if gpu.bdf in ln.message), None)
+            if mine is None:
+                continue
+            if key == "amdgpu-fatal-init":
+                for precise in DRIVER_CAUSES[:2]:
+                    if hits[precise]:
+                        return precise, hits[precise][0].message
+            return key, mine.message
         return None, None
 
     def run(self, host: Host) -> CheckResult:

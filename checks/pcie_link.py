@@ -122,6 +122,7 @@ class PcieLink(Check):
                     if link.read_from != "nvidia-smi -q" else
                     f"{link.gpu.bdf} runs below its top speed now: GPUs lower the link speed "
                     "when idle; read it again while a job runs: nvidia-smi -q -d PCIE"))
+        findings.extend(self._replays(host, links))
         if not narrow:
             return self.passed(f"{len(links)} GPU link(s) at full width", findings)
         first = narrow[0]
@@ -131,6 +132,21 @@ class PcieLink(Check):
             "Put the card in a slot wired for all its lanes (the motherboard manual says which "
             "slots share lanes with M.2 drives or other slots), seat it fully without a riser, "
             "and check the slot's lane (bifurcation) setting in the BIOS."))
+
+    @staticmethod
+    def _replays(host: Host, links: list[Link]) -> list[Finding]:
+        """NVIDIA's PCIe replay counter: packets the link had to send again."""
+        out = []
+        for link in links:
+            if link.gpu.vendor != NVIDIA:
+                continue
+            smi = next((g for g in nvidia_smi_q(host).gpus if g.bus_id == link.gpu.bdf), None)
+            replays = smi.number("PCI", "Replays Since Reset") if smi else None
+            if replays:
+                out.append(Finding.info(
+                    f"{link.gpu.bdf}: PCIe Replays Since Reset: {replays} (packets the link had "
+                    "to send again; a count that keeps growing means a marginal link)"))
+        return out
 
     @staticmethod
     def _finding(link: Link) -> Finding:
