@@ -38,15 +38,20 @@ def _gfx_major(host: Host) -> set[str]:
             if n.gfx_target_version}
 
 
+# amd-smi's firmware ids (AMDSMI_FW_ID_*) under the names amdgpu_firmware_info uses.
+AMDSMI_NAMES = {"CP_MEC1": "MEC", "CP_ME": "ME", "CP_PFP": "PFP", "RLC": "RLC", "PM": "SMC",
+                "PSP_SOSDRV": "SOS", "MES": "MES", "MES_KIQ": "MES_KIQ"}
+
+
 def _amd_smi_cards(host: Host) -> list[CardFirmware]:
     cards = []
-    for gpu in amd_smi(host, ("firmware",)).gpus:
-        versions = {}
+    for gpu in amd_smi(host, ("static", "firmware")).gpus:
+        versions, shown = {}, {}
         for fw_id, version in gpu.firmware_versions.items():
-            name = fw_id.replace("CP_", "").rstrip("1") if fw_id.startswith("CP_MEC") else fw_id
-            if version.isdigit():
+            name = AMDSMI_NAMES.get(fw_id, fw_id)
+            shown[name] = version
+            if version.isdigit():  # CP engines are decimal, the others dotted hex
                 versions[name] = int(version)
-        shown = {k: v for k, v in gpu.firmware_versions.items()}
         if shown:
             cards.append(CardFirmware(f"amd-smi GPU {gpu.gpu}", gpu.bdf or "", versions, shown))
     return cards
