@@ -153,7 +153,7 @@ def amd_smi(host: Host, parts: tuple[str, ...] = ("static", "metric", "firmware"
 
     def compute() -> AmdSmiReport:
         by_gpu: dict[int, dict[str, Mapping[str, Any]]] = {}
-        problems = []
+        problems: list[str] = []
         for part in parts:
             argv = ["amd-smi", part, "--json"]
             result = host.run(argv)
