@@ -218,3 +218,16 @@ def test_readers_never_raise(text: str) -> None:
     parse_efi_var(text)
     parse_lockdown(text)
     parse_make_log("/x/make.log", text)
+
+
+def test_the_make_log_header_of_dkms_3() -> None:
+    # dkms.in do_build(): "DKMS ($RELEASE_STRING) make.log for $module/$module_version for
+    # kernel $kernelver ($arch)"; the kernel and release of ROCm/amdgpu issue 192.
+    text = ("DKMS (dkms-3.0.11) make.log for amdgpu/6.12.12-2164967.24.04 for kernel "
+            "6.14.0-24-generic (x86_64)\nSun Jul 13 10:00:00 2025\n"
+            "drm/amd/amdgpu/amdgpu_drv.c:1: error: implicit declaration\n")
+    failure = parse_make_log("/var/lib/dkms/amdgpu/6.12.12-2164967.24.04/build/make.log", text)
+    assert failure is not None
+    assert (failure.version, failure.kernel, failure.error) == (
+        "6.12.12-2164967.24.04", "6.14.0-24-generic",
+        "drm/amd/amdgpu/amdgpu_drv.c:1: error: implicit declaration")

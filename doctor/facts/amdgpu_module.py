@@ -107,15 +107,20 @@ def describe_driver(host: Host) -> str:
 
 
 DKMS_MAKE_LOGS = "/var/lib/dkms/amdgpu/*/build/make.log"
-# "DKMS make.log for amdgpu-5.18.13-1538762.el8 for kernel 4.18.0-490.el8.x86_64 (x86_64)"
-_MAKE_LOG_HEAD = re.compile(r"DKMS make\.log for amdgpu-(\S+) for kernel (\S+)")
+# "DKMS make.log for amdgpu-5.18.13-1538762.el8 for kernel 4.18.0-490.el8.x86_64 (x86_64)";
+# dkms 3 writes "DKMS (dkms-3.2.1) make.log for amdgpu/6.12.12-... for kernel ... (x86_64)"
+# (dell/dkms dkms.in @793fdab5, do_build(), l.1439).
+DKMS_SOURCE = "https://github.com/dell/dkms/blob/793fdab5eba9d6b6e9295b18e44a23824e7da44f/dkms.in"
+_MAKE_LOG_HEAD = re.compile(r"DKMS (?:\([^)\n]{0,40}\) )?make\.log for amdgpu[-/](\S+) for kernel "
+                            r"(\S+)")
 _MAKE_ERROR = re.compile(r"\berror\b|\*\*\*", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
 class DkmsBuildFailure:
     """A DKMS build of amdgpu that failed: dkms leaves build/make.log behind only then (a
-    build that succeeds moves its log and cleans the build folder)."""
+    build that succeeds moves it to <kernel>/<arch>/log/ and removes the build folder,
+    do_build() l.1552-1555 of DKMS_SOURCE)."""
 
     version: str
     kernel: str
