@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 DMESG_AMDGPU = "sudo dmesg | grep -iE 'amdgpu|kfd'"
+DMESG_GPU = "sudo dmesg | grep -iE 'amdgpu|kfd|nvrm'"
 
 
 @dataclass(frozen=True)
@@ -27,3 +28,6 @@ class KnownMessage:
     yields_to: tuple[str, ...] = ()  # keys of more precise entries that replace this one
     context: Optional[str] = None  # rocmdoctor.explain function that adds specific facts
     variable: Optional[str] = None  # the environment variable an entry is about
+    # How bad the message is where the kernel-log check finds it: "fail" (the GPU or its driver
+    # is unusable), "warn" (a fault or reset that happened and may happen again) or "info".
+    level: str = "warn"
