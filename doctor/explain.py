@@ -1,43 +1,61 @@
 """`rocmdoctor explain`: recognise known messages in pasted text and say what they mean.
 
-`explain_text(text, host)` matches the table in `rocmdoctor.kb.errors` line by line and
-returns, per recognised message, its cause, the fix and the check that confirms it. Numbers in
-the message itself (an out-of-memory request against the GPU's capacity, the targets a code
-object lacks) are always used; with a host, the answer also names this machine's GPUs, the
-HSA_OVERRIDE_GFX_VERSION value for them and the pip line for its ROCm. The modules that know
-those machine facts are imported lazily, and any failure there falls back to the generic
-answer.
+`diagnose(text, host)` reads the text as a whole against the table in `rocmdoctor.kb.errors`:
+every entry whose patterns match (and whose conditions hold) is found, then the entries that
+merely follow from a more precise one step aside (`yields_to`), so the root-cause line wins
+over the lines after it and two independent causes give two answers. Each answer carries its
+cause, the fix for the environment the text or the machine shows (a container, WSL, or the
+host itself) and the check that confirms it. When nothing is recognised, the verdict says
+whether the text shows a GPU-stack error rocmdoctor does not know (then `rocmdoctor report`
+is the way to an issue) or no GPU error at all (then there is no GPU advice to give).
+
+Numbers in the message itself (an out-of-memory request against the GPU's capacity, the
+targets a code object lacks) are always used; with a host, the answer also names this
+machine's GPUs, the HSA_OVERRIDE_GFX_VERSION value for them and the pip line for its ROCm.
+Secrets in the text (tokens, passwords, credentials in URLs) never reach the output.
 """
 
 from __future__ import annotations
 
 import re
 import textwrap
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Optional
 
-from rocmdoctor.kb.errors import KNOWN_MESSAGES, KnownMessage
+from rocmdoctor.explain_context import Context, Situation
+from rocmdoctor.kb.errors import (
+    GPU_ERROR_SHAPES,
+    KERNEL_FALLBACK_KEYS,
+    KNOWN_MESSAGES,
+    KnownMessage,
+)
+from rocmdoctor.kb.kernel_log import KERNEL_MESSAGES
 from rocmdoctor.model import Fix
+from rocmdoctor.redact import SECRET_NAME, Redactor
 
 if TYPE_CHECKING:
     from rocmdoctor.host import Host
 
 _FLAGS = re.IGNORECASE | re.MULTILINE
-_SIZE = r"(\d+(?:\.\d+)?) ?(bytes|[KMGT]iB)"
-_UNITS = {"bytes": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
+# A pasted log past this size is read at its start and its end (where errors are).
+MAX_TEXT = 1_000_000
+_HEAD = 100_000
+_KERNEL_KEYS = frozenset(m.key for m in KERNEL_MESSAGES)
+RECOGNIZED, UNKNOWN_GPU, NOT_GPU = "recognized", "unknown-gpu-error", "not-gpu"
 
 
 @dataclass(frozen=True)
 class Explanation:
     key: str
     title: str
-    kind: str  # error, kernel-log, not-a-setting, harmful
-    matched: str  # the line of the text that was recognised
+    kind: str  # error, kernel-log, not-a-setting, harmful, harmless
+    matched: str  # the line of the text that was recognised (secrets redacted)
     cause: str
     fix: Fix
     check: Optional[str]  # the `rocmdoctor check` id that confirms it
     source: str
     notes: tuple[str, ...] = ()  # facts from the message itself or from this machine
+    environment: str = "host"  # whose fix this is: host, container or wsl
 
     def to_dict(self) -> dict[str, Any]:
         return {"key": self.key, "title": self.title, "kind": self.kind,
@@ -45,26 +63,73 @@ class Explanation:
                 "fix": {"text": self.fix.text, "commands": list(self.fix.commands),
                         "needs_root": self.fix.needs_root,
                         "needs_relogin": self.fix.needs_relogin},
-                "check": self.check, "source": self.source}
+                "check": self.check, "source": self.source, "environment": self.environment}
 
 
-@dataclass
-class _Context:
-    notes: list[str] = field(default_factory=list)
-    commands: list[str] = field(default_factory=list)  # replace the generic ones when set
+@dataclass(frozen=True)
+class Diagnosis:
+    """What the text is: recognised messages, or why there are none."""
+
+    explanations: list[Explanation]
+    verdict: str  # recognized, unknown-gpu-error, not-gpu
+    error_line: Optional[str] = None  # the unknown GPU error, or the program's own error
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"recognized": bool(self.explanations), "verdict": self.verdict,
+                "error_line": self.error_line,
+                "explanations": [e.to_dict() for e in self.explanations]}
 
 
 def explain_text(text: str, host: Optional[Host] = None) -> list[Explanation]:
-    """Every known message in `text`, in the order it first appears."""
+    """Every known message in `text` that is not a consequence of another, in text order."""
+    return diagnose(text, host).explanations
+
+
+def diagnose(text: str, host: Optional[Host] = None) -> Diagnosis:
+    text = bounded(text)
+    situation = Situation(text, host)
     found: list[tuple[int, KnownMessage, str]] = []
     for entry in KNOWN_MESSAGES:
+        if any(re.search(u, text, _FLAGS) for u in entry.unless_text):
+            continue
         hit = _first_match(entry, text)
-        if hit is not None:
-            found.append((hit[0], entry, hit[1]))
-    keys = {entry.key for _, entry, _ in found}
-    found = [f for f in found if not keys.intersection(f[1].yields_to)]
+        if hit is None or not all(situation.holds(r) for r in entry.requires):
+            continue
+        found.append((hit[0], entry, hit[1]))
+    found = _roots(found)
     found.sort(key=lambda f: f[0])
-    return [_explain(entry, line, text, host) for _, entry, line in found]
+    explanations = [_explain(entry, line, situation) for _, entry, line in found]
+    if explanations:
+        return Diagnosis(explanations, RECOGNIZED)
+    gpu_line = _gpu_error_line(text)
+    if gpu_line is not None:
+        return Diagnosis([], UNKNOWN_GPU, redact(gpu_line))
+    program = _program_error_line(text)
+    return Diagnosis([], NOT_GPU, redact(program) if program else None)
+
+
+def bounded(text: str) -> str:
+    if len(text) <= MAX_TEXT:
+        return text
+    return text[:_HEAD] + "\n" + text[-(MAX_TEXT - _HEAD):]
+
+
+def _roots(found: list[tuple[int, KnownMessage, str]]) -> list[tuple[int, KnownMessage, str]]:
+    """Drop what follows from another entry found in the same text, and the explain-only
+    kernel entries on a line the kernel-log catalogue answers."""
+    keys = {entry.key for _, entry, _ in found}
+    specific = {entry.key for _, entry, _ in found if "*" not in entry.yields_to}
+    kernel_lines = {start for start, entry, _ in found if entry.key in _KERNEL_KEYS}
+    kept = []
+    for start, entry, line in found:
+        if keys.intersection(entry.yields_to):
+            continue
+        if "*" in entry.yields_to and specific - {entry.key}:
+            continue
+        if entry.key in KERNEL_FALLBACK_KEYS and start in kernel_lines:
+            continue
+        kept.append((start, entry, line))
+    return kept
 
 
 def _first_match(entry: KnownMessage, text: str) -> Optional[tuple[int, str]]:
@@ -77,222 +142,94 @@ def _first_match(entry: KnownMessage, text: str) -> Optional[tuple[int, str]]:
             if any(re.search(u, line, re.IGNORECASE) for u in entry.unless):
                 continue
             if best is None or start < best[0]:
-                line = line.strip()
+                line = redact(line.strip().splitlines()[0] if line.strip() else line)
                 best = (start, line if len(line) <= 200 else line[:197] + "...")
             break
     return best
 
 
-def _explain(entry: KnownMessage, line: str, text: str, host: Optional[Host]) -> Explanation:
-    context = _Context()
-    resolver = _RESOLVERS.get(entry.context or "")
+def _explain(entry: KnownMessage, line: str, situation: Situation) -> Explanation:
+    from rocmdoctor.explain_resolvers import RESOLVERS
+
+    context = Context()
+    environment, why = situation.environment()
+    fix_text, commands = entry.fix, entry.commands
+    variant = {"container": (entry.container_fix, entry.container_commands),
+               "wsl": (entry.wsl_fix, entry.wsl_commands)}.get(environment)
+    used = environment if variant is not None and variant[0] else "host"
+    if variant is not None and variant[0]:
+        fix_text, commands = variant[0], variant[1] or entry.commands
+        context.notes.append(f"{'This is WSL' if used == 'wsl' else 'This runs in a container'}"
+                             f" ({why}): the fix is the {used}'s.")
+    resolver = RESOLVERS.get(entry.context or "")
     if resolver is not None:
         try:
-            resolver(entry, text, host, context)
+            resolver(entry, situation, context)
         except Exception:  # noqa: BLE001 - machine facts are a bonus; keep the generic fix
             context.commands.clear()
     if context.commands:
         commands = tuple(dict.fromkeys(context.commands))
         needs_root = any(c.startswith("sudo ") for c in commands)
     else:
-        commands, needs_root = entry.commands, entry.needs_root
-    fix = Fix(entry.fix, commands, needs_root, entry.needs_relogin)
+        needs_root = entry.needs_root
+    fix = Fix(fix_text, tuple(commands), needs_root, entry.needs_relogin)
     return Explanation(entry.key, entry.title, entry.kind, line, entry.cause, fix,
-                       entry.check, entry.source, tuple(context.notes))
+                       entry.check, entry.source, tuple(redact(n) for n in context.notes),
+                       used)
 
 
-# --- facts from the message ---------------------------------------------------------------
+def _gpu_error_line(text: str) -> Optional[str]:
+    """The last line that looks like a GPU-stack error, or the last traceback frame when a
+    traceback stops inside torch's GPU initialisation (the error line itself cut off)."""
+    lines = text.splitlines()[-5000:]
+    for line in reversed(lines):
+        if any(re.search(p, line) for p in GPU_ERROR_SHAPES):
+            return _clip(line.strip())
+    frames = [ln for ln in lines if ln.lstrip().startswith('File "')]
+    if frames and lines and lines[-1].strip() and re.search(
+            r"torch[/\\](?:cuda|distributed)[/\\]", frames[-1]) and not _program_error_line(text):
+        return _clip(frames[-1].strip())
+    return None
 
 
-def _bytes(number: str, unit: str) -> int:
-    return int(float(number) * _UNITS[unit])
+_PROGRAM_ERROR = re.compile(r"^\s*(?:[\w.]+(?:Error|Exception)|Traceback|error)\b[:\s]")
 
 
-def _size(pattern: str, text: str) -> Optional[tuple[str, int]]:
-    m = re.search(pattern.replace("SIZE", _SIZE), text)
-    return (f"{m.group(1)} {m.group(2)}", _bytes(m.group(1), m.group(2))) if m else None
+def _program_error_line(text: str) -> Optional[str]:
+    for line in reversed(text.splitlines()[-5000:]):
+        if _PROGRAM_ERROR.search(line) and not line.lstrip().startswith("Traceback"):
+            return _clip(line.strip())
+    return None
 
 
-# --- resolvers: (entry, text, host, context) -> None ----------------------------------------
+def _clip(line: str) -> str:
+    return line if len(line) <= 200 else line[:197] + "..."
 
 
-def _gpu_code(entry: KnownMessage, text: str, host: Optional[Host], ctx: _Context) -> None:
-    missing = re.findall(r"amdgcn-amd-amdhsa--(gfx[0-9a-f]+)\S*\s*-\s*\[Not Found\]", text)
-    bundled = re.findall(r"hipv4-amdgcn-amd-amdhsa--(gfx[0-9a-f]+)", text)
-    if missing:
-        ctx.notes.append(f"The runtime found no code for {', '.join(dict.fromkeys(missing))}"
-                         + (f"; the library carries code for "
-                            f"{', '.join(dict.fromkeys(bundled))}" if bundled else "") + ".")
-    if host is None:
-        return
-    from rocmdoctor.facts.amd_gpus import amd_gpus, describe
-    from rocmdoctor.facts.torch import torch_info
-    from rocmdoctor.kb.gfx import override_for, override_value_target
+# --- secrets --------------------------------------------------------------------------------
 
-    probed = torch_info(host)
-    arch = probed.arch_list if probed.imported else None
-    override = host.env.get("HSA_OVERRIDE_GFX_VERSION")
-    if override:
-        target = override_value_target(override) or "?"
-        lacking = arch is not None and target not in arch
-        ctx.notes.append(f"HSA_OVERRIDE_GFX_VERSION={override} is set here: the runtime loads "
-                         f"{target} code" + (", which torch was not compiled for." if lacking
-                                              else "."))
-        if lacking:
-            ctx.commands.append("unset HSA_OVERRIDE_GFX_VERSION")
-    for gpu in amd_gpus(host).gpus:
-        if arch is not None and gpu.gfx in arch:
-            ctx.notes.append(f"{describe(gpu)}: torch's compiled targets include {gpu.gfx}.")
-            continue
-        wheel = _wheel_with(gpu.gfx, host)
-        rule = override_for(gpu.gfx)
-        if wheel is not None:
-            ctx.notes.append(f"{describe(gpu)}: {wheel[1]}.")
-            ctx.commands.append("pip install --force-reinstall torch torchvision --index-url "
-                                + wheel[0])
-        elif rule is not None:
-            ctx.notes.append(f"{describe(gpu)}: no PyTorch wheel is compiled for {gpu.gfx}; "
-                             f"HSA_OVERRIDE_GFX_VERSION={rule.value} {rule.note}.")
-            ctx.commands.append(f"export HSA_OVERRIDE_GFX_VERSION={rule.value}")
-        else:
-            ctx.notes.append(f"{describe(gpu)}: no PyTorch wheel is compiled for {gpu.gfx} and "
-                             f"no override is known to work; build torch with "
-                             f"PYTORCH_ROCM_ARCH={gpu.gfx}.")
-    if any(c.startswith("export HSA_OVERRIDE_GFX_VERSION=") for c in ctx.commands):
-        ctx.commands = [c for c in ctx.commands if c != "unset HSA_OVERRIDE_GFX_VERSION"]
+_REDACTOR = Redactor(homes=False)
+REDACTED = "<redacted>"
+_URL_CREDENTIALS = re.compile(r"\b([a-z][a-z0-9+.-]*://)[^\s/@:]+:[^\s/@]+@", re.IGNORECASE)
+_ASSIGNMENT = re.compile(r"(--?)?\b([A-Za-z_][\w.-]*)(\s*[=:]\s*|\s+)([\"']?)([^\s\"',;]+)")
+_BEARER = re.compile(r"\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{8,}", re.IGNORECASE)
 
 
-def _wheel_with(gfx: str, host: Host) -> Optional[tuple[str, str]]:
-    """(index URL, why) of PyTorch's ROCm wheels that include `gfx`, preferring this ROCm's."""
-    from rocmdoctor.facts.rocm_version import installed_rocm
-    from rocmdoctor.kb.torch_wheels import (
-        INDEX_TARGETS,
-        index_url,
-        rocm_index_for,
-        targets_of_index,
-        version_tuple,
-    )
+def redact(text: str) -> str:
+    """`text` with token-shaped strings, credentials in URLs and the values of secret-named
+    settings (TOKEN=, --password ...) replaced; rocmdoctor.redact covers the token shapes,
+    the URL and name=value forms are done here."""
+    text = _REDACTOR(text)
+    text = _URL_CREDENTIALS.sub(lambda m: f"{m.group(1)}{REDACTED}@", text)
+    text = _BEARER.sub(lambda m: f"{m.group(1)} {REDACTED}", text)
 
-    install = installed_rocm(host)
-    suffix = rocm_index_for(install.version if install else None)
-    row = targets_of_index(suffix)
-    here = f" (ROCm {install.version} is installed here)" if install else ""
-    if row is not None and gfx in row.targets:
-        return index_url("rocm" + suffix), f"PyTorch's ROCm {suffix} wheels include {gfx}{here}"
-    having = [r for r in INDEX_TARGETS if gfx in r.targets]
-    if not having:
-        return None
-    best = max(having, key=lambda r: version_tuple(r.rocm))
-    return index_url("rocm" + best.rocm), (
-        f"PyTorch's ROCm {best.rocm} wheels include {gfx}, those for ROCm {suffix} do not"
-        f"{here}; the wheels bring their own ROCm libraries, the amdgpu driver must support "
-        f"ROCm {best.rocm}")
+    def value(m: re.Match[str]) -> str:
+        flag, name, sep, quote, val = m.groups()
+        if not SECRET_NAME.search(name) or val == REDACTED or (not flag and sep.isspace()):
+            return m.group(0)
+        return f"{flag or ''}{name}{sep}{quote}{REDACTED}"
 
-
-def _out_of_memory(entry: KnownMessage, text: str, host: Optional[Host],
-                   ctx: _Context) -> None:
-    tried = _size(r"Tried to allocate SIZE", text)
-    total = _size(r"total capacity of SIZE", text)
-    spare = _size(r"SIZE is reserved by PyTorch but unallocated", text)
-    vram = re.search(r"amdgpu: VRAM: (\d+)M", text)
-    too_big = tried is not None and total is not None and tried[1] > total[1]
-    if too_big and tried and total:
-        ctx.notes.append(f"The request ({tried[0]}) is larger than the GPU's whole capacity as "
-                         f"HIP reports it ({total[0]}): no allocator setting can satisfy it; "
-                         f"make that tensor smaller or split the work.")
-    elif spare and total and spare[1] * 5 >= total[1]:
-        ctx.notes.append(f"{spare[0]} is reserved by PyTorch but unallocated: the cache is "
-                         f"fragmented, so an allocator setting helps.")
-    if vram and total and int(vram.group(1)) * 2**20 > 1.5 * total[1]:
-        ctx.notes.append(f"The kernel log shows {int(vram.group(1)) / 1024:g} GiB of VRAM but "
-                         f"HIP reports {total[0]}: HIP sees only part of this GPU's memory, as "
-                         f"in TheRock issue 1054.")
-    if host is None or too_big:
-        return
-    from rocmdoctor.facts.torch import torch_info
-    from rocmdoctor.kb import allocator as kb
-
-    facts = torch_info(host)
-    if facts.build not in ("rocm", "cuda"):
-        return
-    already = [v for v in kb.ALL_VARIABLES if v in host.env]
-    if already:
-        ctx.notes.append(f"{already[0]}={host.env[already[0]]} is already set here; "
-                         f"`rocmdoctor check --only allocator-config` says whether torch uses it.")
-        return
-    works = facts.build == "cuda" or (
-        (facts.release or (0,)) >= kb.ROCM_EXPANDABLE_TORCH
-        and (facts.rocm_release or (0,)) >= kb.ROCM_EXPANDABLE_ROCM)
-    var = kb.HIP_ALLOC_CONF if facts.build == "rocm" else kb.CUDA_ALLOC_CONF
-    value = ("expandable_segments:True" if works else
-             "garbage_collection_threshold:0.8,max_split_size_mb:512")
-    if not works:
-        ctx.notes.append(f"torch {facts.public_version} ignores expandable_segments on ROCm; "
-                         f"the allocator settings that work here are below.")
-    ctx.commands.append(f"export {var}={value}")
-
-
-def _machine_state(entry: KnownMessage, text: str, host: Optional[Host],
-                   ctx: _Context) -> None:
-    if host is None:
-        return
-    override = {k: v for k, v in host.env.items() if k.startswith("HSA_OVERRIDE_GFX_VERSION")}
-    for name, value in sorted(override.items()):
-        ctx.notes.append(f"{name}={value} is set here; a wrong target causes exactly this.")
-    if host.platform.kernel_release:
-        ctx.notes.append(f"This machine runs Linux {host.platform.kernel_release}; "
-                         f"`rocmdoctor check --only kernel-version` compares it with ROCm's "
-                         f"supported kernels.")
-    if override:
-        ctx.commands.extend([f"unset {' '.join(sorted(override))}", *entry.commands])
-
-
-def _user_groups(entry: KnownMessage, text: str, host: Optional[Host],
-                 ctx: _Context) -> None:
-    if host is None:
-        return
-    user = host.user
-    missing = [g for g in ("render", "video") if g not in user.groups]
-    ctx.notes.append(f"{user.name} is in the groups {', '.join(user.groups) or '(none)'}"
-                     + (f"; not in {' and '.join(missing)}." if missing else "."))
-    if missing:
-        ctx.commands.append(f"sudo usermod -aG {','.join(missing)} {user.name}")
-
-
-def _torchvision(entry: KnownMessage, text: str, host: Optional[Host], ctx: _Context) -> None:
-    if host is None:
-        return
-    from rocmdoctor.facts.torch import torch_info
-    from rocmdoctor.kb.torch_wheels import index_url, wheel_release
-
-    probed = torch_info(host)
-    torch_version = probed.any_version or ""
-    vision = probed.packages.get("torchvision")
-    release = wheel_release(torch_version) if torch_version else None
-    if release is None:
-        return
-    public, _, local = torch_version.partition("+")
-    ctx.notes.append(f"torch {torch_version} is installed"
-                     + (f" beside torchvision {vision}" if vision else "")
-                     + f"; torch {public} pairs with torchvision {release.torchvision}.")
-    suffix = re.match(r"rocm[\d.]+|cu\d+|cpu", local)
-    where = f" --index-url {index_url(suffix.group(0))}" if suffix else ""
-    ctx.commands.append(f"pip install --force-reinstall --no-deps "
-                        f"torchvision=={release.torchvision}{where}")
-
-
-def _variable(entry: KnownMessage, text: str, host: Optional[Host], ctx: _Context) -> None:
-    if host is None or entry.variable is None:
-        return
-    value = host.env.get(entry.variable)
-    ctx.notes.append(f"{entry.variable}={value} is set in this environment." if value is not None
-                     else f"{entry.variable} is not set in this environment.")
-
-
-_RESOLVERS: dict[str, Callable[[KnownMessage, str, Optional[Host], _Context], None]] = {
-    "gpu_code": _gpu_code, "out_of_memory": _out_of_memory, "machine_state": _machine_state,
-    "user_groups": _user_groups, "torchvision": _torchvision, "variable": _variable,
-}
+    return _ASSIGNMENT.sub(value, text)
 
 
 # --- rendering ------------------------------------------------------------------------------
@@ -321,7 +258,9 @@ def _render_one(e: Explanation, width: int) -> str:
              if on]
     if needs:
         lines.append(f"           (needs {' and '.join(needs)})")
-    _wrap(lines, "confirm:", f"rocmdoctor check --only {e.check}" if e.check else
-          "no check: no tool reads this setting", width)
+    no_check = ("no check: no tool reads this setting" if e.kind == "not-a-setting" else
+                "no check: nothing on the machine to confirm")
+    _wrap(lines, "confirm:", f"rocmdoctor check --only {e.check}" if e.check else no_check,
+          width)
     _wrap(lines, "source:", e.source, width)
     return "\n".join(lines)
