@@ -211,7 +211,8 @@ def _clip(line: str) -> str:
 _REDACTOR = Redactor(homes=False)
 REDACTED = "<redacted>"
 _URL_CREDENTIALS = re.compile(r"\b([a-z][a-z0-9+.-]*://)[^\s/@:]+:[^\s/@]+@", re.IGNORECASE)
-_ASSIGNMENT = re.compile(r"(--?)?\b([A-Za-z_][\w.-]*)(\s*[=:]\s*|\s+)([\"']?)([^\s\"',;]+)")
+_ASSIGNMENT = re.compile(r"\b([A-Za-z_][\w.-]*)(\s*[=:]\s*)([\"']?)([^\s\"',;]+)")
+_FLAG = re.compile(r"(?<![\w-])(--?[A-Za-z][\w-]*)([= ])([\"']?)([^\s\"',;]+)")
 _BEARER = re.compile(r"\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{8,}", re.IGNORECASE)
 
 
@@ -224,12 +225,12 @@ def redact(text: str) -> str:
     text = _BEARER.sub(lambda m: f"{m.group(1)} {REDACTED}", text)
 
     def value(m: re.Match[str]) -> str:
-        flag, name, sep, quote, val = m.groups()
-        if not SECRET_NAME.search(name) or val == REDACTED or (not flag and sep.isspace()):
+        name, sep, quote, val = m.groups()
+        if not SECRET_NAME.search(name) or val == REDACTED or val.startswith("-"):
             return m.group(0)
-        return f"{flag or ''}{name}{sep}{quote}{REDACTED}"
+        return f"{name}{sep}{quote}{REDACTED}"
 
-    return _ASSIGNMENT.sub(value, text)
+    return _ASSIGNMENT.sub(value, _FLAG.sub(value, text))
 
 
 # --- rendering ------------------------------------------------------------------------------

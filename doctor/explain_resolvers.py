@@ -126,9 +126,11 @@ def _out_of_memory(entry: KnownMessage, s: Situation, ctx: Context) -> None:
     elif by_torch and total and by_torch[1] * 5 >= total[1] * 4:
         ctx.notes.append(f"PyTorch itself holds {by_torch[0]} of {total[0]}: the workload does "
                          f"not fit this GPU as it is; make it smaller.")
-    if other:
+    in_use = _bytes(other.group(2), other.group(3)) if other else 0
+    if other and not (by_torch and by_torch[1] <= in_use <= by_torch[1] + 2**31):
+        # torch lists every process on the GPU; one holding what PyTorch allocated is this one
         ctx.notes.append(f"Process {other.group(1)} holds {other.group(2)} {other.group(3)} on "
-                         f"this GPU: stop it, or run on another GPU.")
+                         f"this GPU: if that is another program, stop it or use another GPU.")
     if allowed:
         ctx.notes.append(f"'{allowed[0]} allowed' is a per-process cap "
                          f"(torch.cuda.set_per_process_memory_fraction), not the GPU's size: "
@@ -277,7 +279,7 @@ def _cuda_code(entry: KnownMessage, s: Situation, ctx: Context) -> None:
     m = re.search(r"Error (\d+): (\w+)", s.text)
     if m is None:
         return
-    meaning = _CUDA_CODES.get(int(m.group(1)))
+    meaning = None if entry.key.startswith("hip") else _CUDA_CODES.get(int(m.group(1)))
     ctx.notes.append(f"Error {m.group(1)} is {m.group(2)}" + (f": {meaning}." if meaning
                                                                else "."))
     if m.group(1) == "802":
@@ -377,6 +379,9 @@ def _override_format(entry: KnownMessage, s: Situation, ctx: Context) -> None:
 def _torch_build(entry: KnownMessage, s: Situation, ctx: Context) -> None:
     amd = bool(s._host_signals("amd")) or (s.host is None and bool(AMD_TEXT.search(s.text)))
     if not amd:
+        if s._host_signals("nvidia"):
+            ctx.commands.extend([entry.commands[0], "pip install --force-reinstall torch "
+                                 f"torchvision --index-url {WHL}cu128"])
         return
     from rocmdoctor.kb.torch_wheels import index_url, rocm_index_for
 

@@ -40,8 +40,9 @@ ROCM_INSTALL = ("https://rocm.docs.amd.com/projects/install-on-linux/en/latest/i
                 "quick-start.html")
 
 _CPU_WHEEL_FIX = ("Install the torch build for your GPU into the environment that runs the "
-                  "program (a CUDA build for NVIDIA, a ROCm build for AMD), then check the "
-                  "version line: +cpu, or no CUDA/HIP version, is a CPU-only build.")
+                  "program (a CUDA build for NVIDIA from PyTorch's cuXXX index, a ROCm build "
+                  "for AMD), then check the version line: +cpu, or no CUDA/HIP version, is a "
+                  "CPU-only build. Without a GPU (or on a Mac) run on the CPU: device='cpu'.")
 
 TORCH_MESSAGES: tuple[KnownMessage, ...] = (
     KnownMessage(
@@ -52,9 +53,8 @@ TORCH_MESSAGES: tuple[KnownMessage, ...] = (
         "an AMD GPU a CUDA wheel is just as wrong: ROCm builds are separate. Detectron2's "
         "maintainer: 'a pytorch installation issue'.",
         _CPU_WHEEL_FIX, "torch-install", DETECTRON2_460,
-        commands=(TORCH_BUILD, "pip install --force-reinstall torch torchvision --index-url "
-                               + WHL + "cu128"),
-        context="torch_build", yields_to=("webui-zluda-cpu-torch",), threads=22),
+        commands=(TORCH_BUILD,), context="torch_build", yields_to=("webui-zluda-cpu-torch",),
+        threads=22),
     KnownMessage(
         "webui-zluda-cpu-torch", "ROCm: version=None / Using CPU-only torch", "error",
         (r"ROCm agent enumerator failed", r"ROCm: version=None", r"Failed to install ZLUDA",
