@@ -162,7 +162,7 @@ HSA_MESSAGES: tuple[KnownMessage, ...] = (
         "render/video does not apply inside: /dev/kfd opens only if the container was given "
         "the owning groups.",
         _CONTAINER_GROUPS, "kfd-access", ROCM_DOCKER,
-        commands=(KFD_NODES, "id", _GROUP_ADD), threads=3),
+        commands=(KFD_NODES, "id", _GROUP_ADD), yields_to=("kfd-open",), threads=3),
     KnownMessage(
         "hsa-init-failed", "hsa_init failed with 1008", "error",
         (r"hsa_init failed with 1008", r"hsa_init failed with 0x1008"),

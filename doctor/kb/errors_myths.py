@@ -54,7 +54,7 @@ MYTH_MESSAGES: tuple[KnownMessage, ...] = (
         context="torchvision", threads=6),
     KnownMessage(
         "glibcxx-not-found", "libstdc++.so.6: version `GLIBCXX_3.4.x' not found", "error",
-        (r"libstdc\+\+\.so\.6: version .(?:GLIBCXX|CXXABI)_[\d.]+. not found",),
+        (r"libstdc\+\+\.so\.6: version .?(?:GLIBCXX|CXXABI)_[\d.]+.? not found",),
         "The process loaded an older libstdc++ than torch or an extension was built with: the "
         "system's copy was found first (an old distribution, a conda environment whose "
         "libstdc++.so.6 link is missing, LD_LIBRARY_PATH pointing elsewhere). The path in "

@@ -75,7 +75,7 @@ RUNTIME_MESSAGES: tuple[KnownMessage, ...] = (
         threads=1),
     KnownMessage(
         "hip-out-of-memory", "HIP out of memory", "error",
-        (r"HIP out of memory", r"hipErrorOutOfMemory"),
+        (r"HIP out of memory", r"hipErrorOutOfMemory", r"HIP error: ?out of memory"),
         "An allocation needed more GPU memory than was free. Much memory 'reserved by PyTorch "
         "but unallocated' means the cache is fragmented and an allocator setting helps; a "
         "single request larger than the GPU's total capacity only a smaller request fixes. On "
@@ -88,17 +88,20 @@ RUNTIME_MESSAGES: tuple[KnownMessage, ...] = (
         "allocator-config", CUDA_NOTES, context="out_of_memory", threads=8),
     KnownMessage(
         "cuda-out-of-memory", "CUDA out of memory", "error",
-        (r"CUDA out of memory", r"cudaErrorMemoryAllocation"),
+        (r"CUDA out of memory", r"cudaErrorMemoryAllocation", r"CUDA error: ?out of memory"),
         "An allocation needed more GPU memory than was free. The numbers in the message say "
         "which case it is: memory 'allocated by PyTorch' close to the capacity means the "
         "workload does not fit; much 'reserved by PyTorch but unallocated' means the cache is "
-        "fragmented; 'Process N has ... in use' names another process holding memory.",
+        "fragmented; 'Process N has ... in use' names another process holding memory. "
+        "'CUDA error: out of memory' (no numbers) is the CUDA runtime's own allocation "
+        "failing outside torch's allocator (a library workspace, a context): the GPU is full "
+        "just the same.",
         "Lower the batch size or resolution, use mixed precision, activation checkpointing or "
         "CPU offload; stop other processes using the GPU. Against fragmentation set "
         "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (torch 2.1 and newer).",
         "allocator-config", CUDA_NOTES,
         commands=("nvidia-smi --query-compute-apps=pid,used_memory --format=csv",),
-        context="out_of_memory", unless_text=(r"HIP out of memory",), threads=14),
+        context="out_of_memory", unless_text=(HIP_TEXT,), threads=14),
     KnownMessage(
         "memory-access-fault-override", "Memory access fault with HSA_OVERRIDE_GFX_VERSION set",
         "error",
