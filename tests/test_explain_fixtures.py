@@ -20,7 +20,7 @@ from rocmdoctor import explain as explain_module
 from rocmdoctor.checks.registry import all_checks
 from rocmdoctor.cli.explain import NOTHING, UNKNOWN, explain_command
 from rocmdoctor.explain import NOT_GPU, RECOGNIZED, UNKNOWN_GPU, diagnose, explain_text, redact
-from rocmdoctor.explain_context import CONDITIONS
+from rocmdoctor.explain.context import CONDITIONS
 from rocmdoctor.host.snapshot import SnapshotHost, save_snapshot
 from rocmdoctor.kb.errors import KNOWN_MESSAGES
 from rocmdoctor.kb.messages import KnownMessage

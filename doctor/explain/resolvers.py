@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import Callable, Optional
 
-from rocmdoctor.explain_context import AMD_TEXT, Context, Situation
+from rocmdoctor.explain.context import AMD_TEXT, Context, Situation
 from rocmdoctor.kb.messages import KnownMessage
 
 _SIZE = r"(\d+(?:\.\d+)?) ?(bytes|[KMGT]iB)"

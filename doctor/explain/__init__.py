@@ -22,7 +22,7 @@ import textwrap
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional
 
-from rocmdoctor.explain_context import Context, Situation
+from rocmdoctor.explain.context import Context, Situation
 from rocmdoctor.kb.errors import (
     GPU_ERROR_SHAPES,
     KERNEL_FALLBACK_KEYS,
@@ -149,7 +149,7 @@ def _first_match(entry: KnownMessage, text: str) -> Optional[tuple[int, str]]:
 
 
 def _explain(entry: KnownMessage, line: str, situation: Situation) -> Explanation:
-    from rocmdoctor.explain_resolvers import RESOLVERS
+    from rocmdoctor.explain.resolvers import RESOLVERS
 
     context = Context()
     environment, why = situation.environment()
