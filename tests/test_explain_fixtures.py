@@ -299,3 +299,17 @@ def test_cli_container_snapshot_gives_the_container_fix(tmp_path: Path) -> None:
     assert e["environment"] == "container" and e["fix"]["text"] == ENTRY[
         "kfd-permission"].container_fix
 
+
+
+FIXTURE_LINES = sorted({line for c in CASES[::3]
+                        for line in fixture_text("errors/" + c.name).splitlines()[:6] if line})
+
+
+@given(st.lists(st.one_of(st.sampled_from(FIXTURE_LINES), st.text(max_size=80)), max_size=8),
+       st.sampled_from(["none", "amd", "nvidia-container", "amd-wsl"]))
+@settings(max_examples=150, deadline=None)
+def test_any_mix_of_real_lines_and_noise_gets_a_verdict(lines: list[str], kind: str) -> None:
+    result = diagnose("\n".join(lines), host_for(kind))
+    assert result.verdict in (RECOGNIZED, UNKNOWN_GPU, NOT_GPU)
+    assert bool(result.explanations) == (result.verdict == RECOGNIZED)
+    explain_module.render_explanations(result.explanations)

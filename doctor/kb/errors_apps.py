@@ -75,8 +75,9 @@ APP_MESSAGES: tuple[KnownMessage, ...] = (
         "error",
         (r"Could not initialize Tensile host: No devices found",),
         "rocBLAS started without any GPU to run on: the process sees no AMD GPU (device "
-        "access, masks, or an HSA_OVERRIDE_GFX_VERSION value the runtime rejects: ollama "
-        "issue 6685, where a quoted value in compose failed and `docker run -e` worked).",
+        "access, masks, or an HSA_OVERRIDE_GFX_VERSION value the runtime rejects; in ollama "
+        "issue 6685, unresolved, it failed from compose with a value that worked with "
+        "`docker run -e`).",
         "Make rocminfo list the GPU in the same environment; check the override's exact "
         "value.", "gpu-agents", OLLAMA_6685,
         commands=(ROCM_AGENTS, "env | grep HSA_OVERRIDE"), threads=2),

@@ -168,8 +168,8 @@ HSA_MESSAGES: tuple[KnownMessage, ...] = (
         (r"hsa_init failed with 1008", r"hsa_init failed with 0x1008"),
         "The HSA runtime could not start (0x1008 = HSA_STATUS_ERROR_OUT_OF_RESOURCES): it "
         "could not open the GPU. Seen in containers without the devices or groups, with "
-        "rootless podman given a single renderD node (ROCm issue 3144), and where the "
-        "override value arrived malformed (compose list syntax keeps quotes).",
+        "rootless podman given a single renderD node (ROCm issue 3144), and from a compose "
+        "file whose image worked with `docker run` (ollama issue 6685, unresolved there).",
         "Give the process /dev/kfd and the render node with the owning groups; run rocminfo "
         "in the same environment to confirm.", "kfd-access", ROCR_HSA_INIT,
         commands=(KFD_NODES, "rocminfo | head"),
@@ -196,7 +196,7 @@ HSA_MESSAGES: tuple[KnownMessage, ...] = (
         "machine), or it was set after torch initialised the GPU.",
         "Unset the mask or set it to an index that exists, before torch is imported; inside "
         "a container or a pod the runtime already numbers its GPUs from 0.",
-        "visible-devices", "https://github.com/thuml/Time-Series-Library/issues/10",
+        "visible-devices", "https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#env-vars",
         commands=("env | grep VISIBLE_DEVICES",), requires=("mask_set",), context="masks",
         yields_to=("visible-devices-both-set",), threads=14),
     KnownMessage(
@@ -222,8 +222,9 @@ HSA_MESSAGES: tuple[KnownMessage, ...] = (
         "error",
         (r"^\s*-\s*HSA_OVERRIDE_GFX_VERSION=[\"'][\d.]+[\"']",),
         "In compose's list syntax (`- NAME=value`) the whole item is the value, quotes "
-        "included, so the runtime gets '\"10.3.0\"' and rejects it; `docker run -e` strips "
-        "them in the shell, which is why the same image works there (ollama issue 6685).",
+        "included, so the runtime gets '\"10.3.0\"' and rejects it, while the shell strips "
+        "them from `docker run -e` (in ollama issue 6685, unresolved, the same image worked "
+        "with docker run and failed from compose).",
         "Drop the quotes in the list item, or use the mapping syntax.", "gfx-override",
         COMPOSE_ENV, commands=("- HSA_OVERRIDE_GFX_VERSION=10.3.0",)),
 )

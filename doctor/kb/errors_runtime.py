@@ -67,8 +67,8 @@ RUNTIME_MESSAGES: tuple[KnownMessage, ...] = (
         (r"shared object initialization failed", r"hipErrorSharedObjectInitFailed",
          r"HIP error: device kernel image is invalid", r"hipErrorInvalidImage"),
         "HIP could not load a code object into the GPU: the library carries no code (or code "
-        "the loader rejects) for this gfx target, as with an RX 7700 XT (gfx1101) under the "
-        "ROCm 5.7 wheels, which had no gfx1101 code (pytorch issue 111601).",
+        "the loader rejects) for this gfx target (pytorch issue 111601 reports it on an RX "
+        "7700 XT, gfx1101, with the ROCm 5.7 wheels).",
         _GPU_CODE, "torch-arch-support", HIP_ERRORS,
         commands=(ARCH_LIST, GFX_OF_GPU), context="gpu_code",
         container_fix=_GPU_CODE_CONTAINER, container_commands=(GFX_OF_GPU, DOCKER_ROCM),
