@@ -14,6 +14,7 @@ from rocmdoctor.kb.messages import DMESG_AMDGPU, DMESG_GPU, KnownMessage
 
 ROCM_3207 = "https://github.com/ROCm/ROCm/issues/3207"
 ROCM_2330 = "https://github.com/ROCm/ROCm/issues/2330"
+ROCM_912 = "https://github.com/ROCm/ROCm/issues/912"  # a maintainer: the TA firmware is optional
 # kgd2kfd_device_init(): "skipped device %x:%x, PCI rejects atomics %d<%d", "added device %x:%x",
 # "device %x:%x NOT added due to errors"; kgd2kfd_probe(): "GC IP %06x %s not supported in kfd".
 KFD_DEVICE = ("https://github.com/torvalds/linux/blob/master/drivers/gpu/drm/amd/amdkfd/"
@@ -107,12 +108,24 @@ AMD_MESSAGES: tuple[KnownMessage, ...] = (
     KnownMessage(
         "amdgpu-firmware-missing", "amdgpu firmware file missing", "kernel-log",
         (r"Direct firmware load for amdgpu/\S+ failed with error", r"Failed to load firmware "
-         r"\"?amdgpu/", r"fail to request/validate \S+ microcode"),
+         r"\"?amdgpu/", r"fail to request/validate \S+ microcode",
+         # FreeBSD's drm-kmod (linuxkpi) says it so
+         r"could not load firmware image 'amdgpu/"),
         "The amdgpu driver asked for a firmware file that is not on this machine (error -2 is "
         "'no such file'), so the GPU could not start: the firmware package is older than the "
         "kernel or driver, or the initramfs lacks the file.",
         _FIRMWARE_FIX, "amdgpu-firmware", FIRMWARE_LOADER, commands=(DMESG_AMDGPU,),
-        needs_root=True, level="fail"),
+        needs_root=True, level="fail", unless=(r"amdgpu/\w+_ta\.bin",)),
+    # The PSP's trusted-application firmware is optional (the entry below): not a failure.
+    KnownMessage(
+        "amdgpu-firmware-ta-harmless", "amdgpu: vega20_ta.bin (PSP TA firmware) not found",
+        "kernel-log",
+        (r"Direct firmware load for amdgpu/\w+_ta\.bin failed",
+         r"Failed to load firmware \"amdgpu/\w+_ta\.bin\""),
+        "The PSP's trusted-application firmware (*_ta.bin) is optional: ROCm runs without it "
+        "(ROCm issue 912, maintainer: 'you don't need to worry'). It is not why a GPU fails.",
+        "Nothing to fix; do not mix PSP firmware files from different packages.", None,
+        ROCM_912, yields_to=("*",), threads=2, level="info"),
     KnownMessage(
         "amdgpu-psp-load-failed", "PSP rejected the GPU firmware", "kernel-log",
         (r"PSP firmware loading failed", r"hw_init of IP block <psp> failed",
@@ -127,6 +140,7 @@ AMD_MESSAGES: tuple[KnownMessage, ...] = (
     KnownMessage(
         "amdgpu-fatal-init", "amdgpu could not start a GPU", "kernel-log",
         (r"Fatal error during GPU init", r"amdgpu_device_ip_init failed",
+         r"[hs]w_init of IP block <\w+> failed",
          r"amdgpu: probe of \S+ failed with error"),
         "amdgpu gave up on this GPU while starting it; the lines just before name the part "
         "(IP block) that failed and the error number. The GPU is then not usable.",
@@ -175,7 +189,10 @@ AMD_MESSAGES: tuple[KnownMessage, ...] = (
         "issue (ROCm issue 5814).",
         "Rerun the program with AMD_SERIALIZE_KERNEL=3 and HIP_LAUNCH_BLOCKING=1 to find the "
         "kernel that faults; `rocmdoctor check --only amdgpu-firmware` shows the MES firmware.",
-        "amdgpu-firmware", ROCM_5814, commands=(DMESG_AMDGPU,), needs_root=True),
+        "amdgpu-firmware", ROCM_5814, commands=(DMESG_AMDGPU,), needs_root=True,
+        # a program's own "Memory access fault by GPU node" is the same fault, seen by the
+        # runtime: one answer where both are pasted
+        yields_to=("memory-access-fault", "memory-access-fault-override")),
     KnownMessage(
         "amdgpu-ras-uncorrectable", "GPU reported an uncorrectable hardware error", "kernel-log",
         (r"uncorrectable hardware error\(\S+\) detected", r"\d+ (?:new )?uncorrectable hardware "

@@ -102,7 +102,8 @@ XIDS: tuple[Xid, ...] = (
         "itself)",
         "Reboot. Then check the card's power cables and power supply, reseat the card in a slot "
         "without a riser, and watch its temperature; if it falls off again, the card or slot "
-        "needs service.", "fail", FALLEN_OFF,
+        "needs service. Capping the clocks (sudo nvidia-smi -lgc 300,1500) tests whether boost "
+        "power spikes cause it (NVIDIA/open-gpu-kernel-modules issue 507).", "fail", FALLEN_OFF,
         extra_patterns=(r"has fallen off the bus", r"fallen off the bus and is not responding"),
         check="pcie-link"),
     Xid(92, "EXCESSIVE_SBE_INTERRUPTS",  # l.98
