@@ -19,10 +19,15 @@ from rocmdoctor.facts.platform import not_rocm_reason
 from rocmdoctor.facts.rocm_version import installed_rocm
 from rocmdoctor.facts.torch import torch_info
 from rocmdoctor.host import Host
+from rocmdoctor.kb import KB_DATE
 from rocmdoctor.kb import gfx as kb
 from rocmdoctor.model import Check, CheckResult, Finding, Fix, Status
 
 _RANK = {Status.PASS: 0, Status.WARN: 1, Status.FAIL: 2}
+
+
+def _newer() -> str:
+    return f"newer than what this rocmdoctor knows, tables dated {KB_DATE}"
 TORCH_ARCH = "https://docs.pytorch.org/docs/stable/generated/torch.cuda.get_arch_list.html"
 
 
@@ -116,28 +121,29 @@ class GfxOverride(Check):
                 return Verdict(Status.PASS, f"{value} is its own target ({real}): no effect")
             return Verdict(Status.WARN, f"{value} is {real}, the GPU's own target: the override "
                            "changes nothing; unset it", unset)
-        if arch is not None:
-            native: Optional[bool] = real in arch
-            basis = "PyTorch's compiled arch list"
-        elif release is not None and version is not None:
-            native, basis = real in release.targets, "the ROCm {}.{} support list".format(
-                *version)
-        else:
-            native, basis = None, ""
+        if kb.family_of(real) is None:
+            return Verdict(Status.WARN, f"{real} is {_newer()}: whether {target} code runs on "
+                           "it is not known", unset, kb.LLVM_GENERIC)
+        if kb.family_of(target) is None:
+            return Verdict(Status.WARN, f"{value} selects {target}, a target this rocmdoctor "
+                           f"does not know (tables dated {KB_DATE})", unset, kb.LLVM_GENERIC)
+        native, basis = self._native(real, arch, release, version)
+        rule = kb.override_for(real)
+        fix: tuple[str, ...] = unset if rule is None else self._set(var, g, rule.value, several)
+        # Another family's code objects are the wrong instruction set, whether or not the GPU
+        # has code of its own: this comes before the "unneeded" test.
+        real_group, target_group = kb.isa_group(real), kb.isa_group(target)
+        if real_group and target_group and real_group != target_group:
+            fam_r, fam_t = kb.family_of(real) or real, kb.family_of(target) or target
+            return Verdict(Status.FAIL, f"wrong family: {value} selects {target} ({fam_t}) code "
+                           f"for a {fam_r} GPU ({real}); code for another family does not run "
+                           "on it", unset if native else fix, kb.LLVM_GENERIC)
         if native:
             per_node = (" (set HSA_OVERRIDE_GFX_VERSION_<node> only for the GPUs that need it)"
                         if several and var == "HSA_OVERRIDE_GFX_VERSION" else "")
             return Verdict(Status.WARN, f"unneeded: {real} is in {basis}, and the override makes "
                            f"it run {target} code instead{per_node}", unset,
                            kb.ROCM_MATRIX if arch is None else TORCH_ARCH)
-        rule = kb.override_for(real)
-        fix: tuple[str, ...] = unset if rule is None else self._set(var, g, rule.value, several)
-        real_group, target_group = kb.isa_group(real), kb.isa_group(target)
-        if real_group and target_group and real_group != target_group:
-            fam_r, fam_t = kb.family_of(real) or real, kb.family_of(target) or target
-            return Verdict(Status.FAIL, f"wrong family: {value} selects {target} ({fam_t}) code "
-                           f"for a {fam_r} GPU ({real}); code for another family does not run "
-                           "on it", fix, kb.LLVM_GENERIC)
         if arch is not None and target not in arch:
             return Verdict(Status.FAIL, f"{target} is not in PyTorch's arch list either, so "
                            f"the override cannot help {real}", fix)
@@ -145,9 +151,7 @@ class GfxOverride(Check):
         if reports and not reports[0].works:
             return Verdict(Status.WARN, f"{value} on {real}: {reports[0].note}", unset,
                            reports[0].source)
-        why = f"{real} is not in {basis}" if native is False else (
-            f"could not tell whether {real} has native code (no PyTorch arch list, ROCm "
-            "release not known)")
+        why = self._why_no_code(real, native, basis, version)
         if reports:
             return Verdict(Status.PASS, f"{why}; {value} {reports[0].note}", (),
                            reports[0].source, needed=True)
@@ -156,6 +160,31 @@ class GfxOverride(Check):
                            f"that is {rule.value} ({rule.note})", fix, rule.source)
         return Verdict(Status.WARN, f"{why}; {value} ({target}) is in the same family, but "
                        f"no report says it works on {real}", unset, kb.LLVM_GENERIC)
+
+    @staticmethod
+    def _native(real: str, arch: Optional[frozenset[str]], release: Optional[kb.RocmRelease],
+                version: Optional[tuple[int, int, int]]) -> tuple[Optional[bool], str]:
+        """Whether the GPU has code of its own, and what says so."""
+        if arch is not None:
+            return real in arch, "PyTorch's compiled arch list"
+        if release is not None and version is not None:
+            return real in release.targets, "the ROCm {}.{} support list".format(*version)
+        return None, ""
+
+    @staticmethod
+    def _why_no_code(real: str, native: Optional[bool], basis: str,
+                     version: Optional[tuple[int, int, int]]) -> str:
+        if native is False:
+            first = kb.first_release_with(real)
+            later = (f" (AMD lists it from ROCm {kb.release_name(first)} on)"
+                     if first is not None and version is not None and first.first > version
+                     and basis.startswith("the ROCm") else "")
+            return f"{real} is not in {basis}{later}"
+        if version is not None and kb.rocm_newer_than_known(version):
+            return (f"could not tell whether {real} has native code (no PyTorch arch list; "
+                    "ROCm {}.{}.{} is ".format(*version) + f"{_newer()})")
+        return (f"could not tell whether {real} has native code (no PyTorch arch list, ROCm "
+                "release not known)")
 
     @staticmethod
     def _set(var: str, g: GpuAgent, value: str, several: bool) -> tuple[str, ...]:

@@ -18,6 +18,7 @@ from rocmdoctor.facts.os_release import OsRelease, read_os_release, wsl_kernel
 from rocmdoctor.facts.platform import not_rocm_reason
 from rocmdoctor.facts.rocm_version import installed_rocm
 from rocmdoctor.host import Host
+from rocmdoctor.kb import KB_DATE
 from rocmdoctor.kb import rocm_support as kb
 from rocmdoctor.model import Check, CheckResult, Finding, Fix, Status
 
@@ -80,10 +81,14 @@ class KernelVersion(Check):
         osr = read_os_release(host)
         rocm = installed_rocm(host)
         match = kb.release_for(rocm.version) if rocm else None
-        rocm_name = f"ROCm {rocm.version}" if rocm else "current ROCm (6.0-7.2)"
+        newest = ".".join(kb.newest_release().split(".")[:2])
+        rocm_name = f"ROCm {rocm.version}" if rocm else f"current ROCm (6.0-{newest})"
         findings: list[Finding] = []
         if rocm is not None and match is None:
             findings.append(Finding.info(
+                f"ROCm {rocm.version} is newer than what this rocmdoctor knows, tables dated "
+                f"{KB_DATE}; only the {_fmt(kb.KERNEL_FLOOR)} floor is checked"
+                if kb.newer_than_known(rocm.version) else
                 f"rocmdoctor has no kernel list for ROCm {rocm.version}; only the "
                 f"{_fmt(kb.KERNEL_FLOOR)} floor is checked"))
         listed: list[kb.DistroKernels] = []
@@ -107,6 +112,12 @@ class KernelVersion(Check):
                 Fix("Move to a supported distribution release and kernel (for Ubuntu 22.04, "
                     "the 5.15 GA or HWE kernel), then reboot.", needs_root=True),
                 source=kb.KERNEL_FLOOR_SOURCE)
+        if match is not None and not match.release.verified:
+            findings.append(Finding.info(
+                f"rocmdoctor's list for {rocm_name} is partly inferred from the release notes "
+                f"({match.release.source}); kernel {_fmt(series)} is not in it"))
+            return self.passed(f"kernel {release} meets the {_fmt(kb.KERNEL_FLOOR)} floor for "
+                               f"{rocm_name}", findings, source=match.release.source)
         if kernels:
             findings.append(Finding.hint(
                 f"AMD lists {', '.join(kernels)} for {rocm_name} on {where}"))

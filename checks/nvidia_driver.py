@@ -14,6 +14,7 @@ from rocmdoctor.facts.nvidia_gpus import NVIDIA_SMI_DOCS, NvidiaInventory, nvidi
 from rocmdoctor.facts.platform import platform_kind
 from rocmdoctor.facts.torch import torch_info
 from rocmdoctor.host import Host
+from rocmdoctor.kb import KB_DATE
 from rocmdoctor.kb import cuda_driver as kb
 from rocmdoctor.kb import torch_wheels as wheels
 from rocmdoctor.model import Check, CheckResult, Finding, Fix, Status
@@ -97,20 +98,46 @@ class NvidiaDriver(Check):
             return Status.PASS, None, ""
         ga = kb.ga_driver(str(cuda))
         minor = kb.minor_compat_driver(str(cuda))
+        if ga is None and kb.cuda_newer_than_table(str(cuda)):
+            return self._unknown_cuda(str(cuda), driver, minor, findings)
         if ga is not None and kb.driver_at_least(driver, ga.min_driver):
             return Status.PASS, None, f"; supports torch's CUDA {cuda}"
         fix = self._fix(driver, ga.min_driver if ga else None)
+        unconfirmed = (" (a number quoted from NVIDIA's table, not confirmed in it here)"
+                       if ga is not None and not ga.verified else "")
         if minor is not None and kb.driver_at_least(driver, minor.min_driver):
             findings.append(Finding.error(
-                f"CUDA {cuda} wants driver >= {ga.min_driver if ga else '?'}; {driver} runs it "
-                "through CUDA minor version compatibility, where PTX JIT compilation (and so "
-                "some kernels) can fail"))
+                f"CUDA {cuda} wants driver >= {ga.min_driver if ga else '?'}{unconfirmed}; "
+                f"{driver} runs it through CUDA minor version compatibility, where PTX JIT "
+                "compilation (and so some kernels) can fail"))
             return Status.WARN, fix, f"; older than CUDA {cuda} wants"
         need = minor.min_driver if minor else (ga.min_driver if ga else "?")
+        if minor is None and ga is not None and not ga.verified:
+            findings.append(Finding.error(
+                f"CUDA {cuda} wants driver >= {ga.min_driver}{unconfirmed}; this is {driver}"))
+            return Status.WARN, fix, f"; older than CUDA {cuda} wants"
         findings.append(Finding.error(
             f"torch's CUDA {cuda} needs driver >= {need} (>= "
             f"{ga.min_driver if ga else '?'} for every feature); this is {driver}"))
         return Status.FAIL, fix, f"; too old for torch's CUDA {cuda}"
+
+    def _unknown_cuda(self, cuda: str, driver: str, minor: Optional[kb.MinorCompatRow],
+                      findings: list[Finding]) -> tuple[Status, Optional[Fix], str]:
+        """A CUDA release without a Table 3 row here: only Table 2 (per major) can judge it."""
+        listed = dict(kb.KNOWN_WITHOUT_DRIVER)
+        why = (f"CUDA {cuda}'s minimum driver is not in rocmdoctor's tables (tables dated "
+               f"{KB_DATE}; NVIDIA: {listed[cuda]})" if cuda in listed else
+               f"CUDA {cuda} is newer than what this rocmdoctor knows, tables dated {KB_DATE}")
+        if minor is not None and not kb.driver_at_least(driver, minor.min_driver):
+            findings.append(Finding.error(
+                f"torch's CUDA {cuda} needs driver >= {minor.min_driver} (CUDA {minor.cuda_major}"
+                f".x minor version compatibility); this is {driver}"))
+            return Status.FAIL, self._fix(driver, minor.min_driver), \
+                f"; too old for torch's CUDA {cuda}"
+        floor = (f"; driver {driver} meets the CUDA {minor.cuda_major}.x minimum "
+                 f"(>= {minor.min_driver})" if minor is not None else "")
+        findings.append(Finding.info(f"{why}{floor}"))
+        return Status.PASS, None, f"; torch's CUDA {cuda} is newer than rocmdoctor's tables"
 
     @staticmethod
     def _fix(driver: str, ga_min: Optional[str]) -> Fix:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from rocmdoctor.facts.os_release import OS_RELEASE_SPEC, read_os_release, wsl_kernel
 from rocmdoctor.facts.rocm_version import installed_rocm
 from rocmdoctor.host import Host
+from rocmdoctor.kb import KB_DATE
 from rocmdoctor.kb import rocm_support as kb
 from rocmdoctor.model import Check, CheckResult, Finding, Fix, Status
 
@@ -43,6 +44,8 @@ class OsReleaseCheck(Check):
         match = kb.release_for(rocm.version)
         if match is None:
             findings.append(Finding.info(
+                f"ROCm {rocm.version} is newer than what this rocmdoctor knows, tables dated "
+                f"{KB_DATE}; check {kb.MATRIX_LATEST}" if kb.newer_than_known(rocm.version) else
                 f"rocmdoctor has no OS list for ROCm {rocm.version} (it knows 6.0 to "
                 f"{kb.newest_release()}); check {kb.MATRIX_LATEST}"))
             return self.passed(f"{osr.pretty_name}; ROCm {rocm.version}", findings)
@@ -59,6 +62,13 @@ class OsReleaseCheck(Check):
             return self.passed(
                 f"{osr.pretty_name} is supported by ROCm {rocm.version} (listed: {names})",
                 findings, source=match.release.source)
+        if not match.release.verified:
+            findings.append(Finding.info(
+                f"{osr.pretty_name} is not in rocmdoctor's list for ROCm {rocm.version} "
+                f"({kb.describe_systems(match.release)}), which is partly inferred from the "
+                f"release notes; check them: {match.release.source}"))
+            return self.passed(f"{osr.pretty_name}; ROCm {rocm.version}", findings,
+                               source=match.release.source)
         findings.append(Finding.hint(
             f"ROCm {rocm.version} supports: {kb.describe_systems(match.release)}"))
         return self.result(

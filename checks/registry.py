@@ -4,16 +4,21 @@ from __future__ import annotations
 
 from rocmdoctor.checks.allocator_config import AllocatorConfig
 from rocmdoctor.checks.amdgpu_driver import AmdgpuDriver
+from rocmdoctor.checks.amdgpu_firmware import AmdgpuFirmware
 from rocmdoctor.checks.collectives import Collectives
 from rocmdoctor.checks.container import ContainerCheck
 from rocmdoctor.checks.debug_env import DebugEnv
 from rocmdoctor.checks.gfx_override import GfxOverride
 from rocmdoctor.checks.gpu_agents import GpuAgents
+from rocmdoctor.checks.gpu_health import GpuHealth
+from rocmdoctor.checks.kernel_log import KernelLogCheck
 from rocmdoctor.checks.kernel_version import KernelVersion
 from rocmdoctor.checks.kfd_access import KfdAccess
 from rocmdoctor.checks.miopen_db import MiopenDb
 from rocmdoctor.checks.nvidia_driver import NvidiaDriver
 from rocmdoctor.checks.os_release import OsReleaseCheck
+from rocmdoctor.checks.pcie_atomics import PcieAtomics
+from rocmdoctor.checks.pcie_link import PcieLink
 from rocmdoctor.checks.perf_level import PerfLevelCheck
 from rocmdoctor.checks.ppfeaturemask import PPFeatureMask
 from rocmdoctor.checks.rocm_install import RocmInstallCheck
@@ -28,8 +33,9 @@ from rocmdoctor.checks.visible_devices import VisibleDevices
 from rocmdoctor.model import Check
 
 MACHINE_CHECKS = (
-    OsReleaseCheck, KernelVersion, AmdgpuDriver, ContainerCheck, KfdAccess, RocmInstallCheck,
-    RocmPermissions, GpuAgents, PerfLevelCheck, PPFeatureMask,
+    OsReleaseCheck, KernelVersion, KernelLogCheck, AmdgpuDriver, AmdgpuFirmware, ContainerCheck,
+    KfdAccess, PcieAtomics, RocmInstallCheck, RocmPermissions, GpuAgents, PcieLink, GpuHealth,
+    PerfLevelCheck, PPFeatureMask,
 )
 TORCH_CHECKS = (
     TorchInstall, RocmLibraries, TorchRocmMatch, TorchArchSupport, TorchDevice, TorchvisionMatch,

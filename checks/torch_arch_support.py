@@ -15,9 +15,11 @@ from typing import Optional
 from rocmdoctor.facts.amd_gpus import amd_gpus
 from rocmdoctor.facts.nvidia_gpus import nvidia_gpus
 from rocmdoctor.facts.platform import platform_kind
+from rocmdoctor.facts.rocm_version import installed_rocm
 from rocmdoctor.facts.torch import TorchInfo, imported_skip_reason, torch_info
 from rocmdoctor.facts.torch_wheel import cuda_index_line
 from rocmdoctor.host import Host
+from rocmdoctor.kb import KB_DATE
 from rocmdoctor.kb import gfx as kb_gfx
 from rocmdoctor.kb import torch_wheels as wheels
 from rocmdoctor.model import Check, CheckResult, Finding, Fix, Status
@@ -68,6 +70,10 @@ def cuda_support(target: str, arch_list: list[str]) -> Optional[str]:
            for e in entries):
         return "ptx"
     return None
+
+
+def _newer() -> str:
+    return f"newer than what this rocmdoctor knows, tables dated {KB_DATE}"
 
 
 class TorchArchSupport(Check):
@@ -126,27 +132,45 @@ class TorchArchSupport(Check):
                 f"targets; GPU {keep} is", findings,
                 Fix("Hide the integrated GPU from PyTorch.",
                     (f"export HIP_VISIBLE_DEVICES={keep}",)))
-        fix, source = self._rocm_fix(missing[0].target, findings)
+        fix, source = self._rocm_fix(host, missing[0].target, findings)
         return self.result(Status.FAIL, f"{missing[0].target} is not among the targets compiled "
                            f"into torch {version}", findings, fix, source)
 
     @staticmethod
-    def _rocm_fix(target: str, findings: list[Finding]) -> tuple[Optional[Fix], Optional[str]]:
+    def _rocm_fix(host: Host, target: str, findings: list[Finding]
+                  ) -> tuple[Optional[Fix], Optional[str]]:
+        install = installed_rocm(host)
+        fitting = wheels.targets_of_index(
+            wheels.rocm_index_for(install.version if install else None))
         newest = next((r for r in sorted(wheels.INDEX_TARGETS,
                                          key=lambda r: wheels.version_tuple(r.rocm), reverse=True)
                        if target in r.targets), None)
+        # The index that fits the installed ROCm when it has the target, else the newest one.
+        index = fitting if fitting is not None and target in fitting.targets else newest
+        first = kb_gfx.first_release_with(target)
+        if install is not None and first is not None and install.key < first.first:
+            findings.append(Finding.hint(
+                f"ROCm {install.version} predates AMD's support for {target}: AMD lists it from "
+                f"ROCm {kb_gfx.release_name(first)} on ({first.source})"))
         rule = kb_gfx.override_for(target)
         if rule is not None:
             hint = (f"unofficial: export HSA_OVERRIDE_GFX_VERSION={rule.value} {rule.note} "
                     f"({rule.source})")
-            if newest is None:
+            if index is None:
                 return Fix(f"Make the runtime treat {target} as {rule.target} (unofficial; "
                            f"{rule.note}).",
                            (f"export HSA_OVERRIDE_GFX_VERSION={rule.value}",)), rule.source
             findings.append(Finding.hint(hint))
-        if newest is not None:
-            return Fix(f"Install a PyTorch build that includes {target} (the rocm{newest.rocm} "
-                       "wheels do).", (wheels.pip_line(f"rocm{newest.rocm}", True),)), newest.source
+        if index is not None:
+            since = wheels.added_on_index(target, index.rocm)
+            later = f" from torch {since.torch} on" if since is not None else ""
+            return Fix(f"Install a PyTorch build that includes {target} (the rocm{index.rocm} "
+                       f"wheels do{later}).", (wheels.pip_line(f"rocm{index.rocm}", True),)
+                       ), index.source
+        if kb_gfx.target_info(target) is None:
+            return Fix(f"{target} is {_newer()}: no wheel in its tables includes it. Check "
+                       "PyTorch's current ROCm wheels, or build PyTorch from source with "
+                       f"PYTORCH_ROCM_ARCH={target}."), None
         return Fix(f"No official PyTorch wheel includes {target}: build PyTorch from source "
                    f"with PYTORCH_ROCM_ARCH={target}."), None
 

@@ -13,6 +13,7 @@ from rocmdoctor.facts.platform import amd_signals, nvidia_signals, platform_kind
 from rocmdoctor.facts.torch import BUILD_NAMES, TorchInfo, probe_skip_reason, torch_info
 from rocmdoctor.facts.torch_wheel import cuda_index_line, rocm_index_line
 from rocmdoctor.host import Host
+from rocmdoctor.kb import KB_DATE
 from rocmdoctor.kb import torch_wheels as wheels
 from rocmdoctor.model import Check, CheckResult, Finding, Fix, Status
 
@@ -103,6 +104,10 @@ class TorchInstall(Check):
             notes.append(Finding.hint(
                 f"the imported torch ({torch.location}) is {version}, but pip's metadata "
                 f"says {package}: two installs shadow each other"))
+        if wheels.torch_newer_than_known(version):
+            notes.append(Finding.info(
+                f"torch {version} is newer than what this rocmdoctor knows, tables dated "
+                f"{KB_DATE}: its wheel variants and compiled targets are not in them"))
         if torch.exit_error:
             notes.append(Finding.hint(f"after reporting, {torch.exit_error}: scripts using "
                                       "torch may crash when they exit"))

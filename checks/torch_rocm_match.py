@@ -17,7 +17,7 @@ from __future__ import annotations
 import posixpath
 from typing import Optional
 
-from rocmdoctor.facts.amdgpu_module import amdgpu_module
+from rocmdoctor.facts.amdgpu_module import dkms_version, module_present
 from rocmdoctor.facts.libload import DISTRO, SDK, TORCH, LibLoad, origin_of, rocm_libraries
 from rocmdoctor.facts.rocm_version import (
     RocmInstall,
@@ -162,16 +162,22 @@ class TorchRocmMatch(Check):
 
     def _driver(self, host: Host, system: Optional[RocmInstall], user_space: str
                 ) -> tuple[Status, list[Finding], Optional[Fix]]:
-        """Is the kernel driver tested with the user space torch runs on?"""
-        module = amdgpu_module(host)
-        dkms = module.version
+        """Is the kernel driver supported with the user space torch runs on?
+
+        The driver release is read from /sys/module/amdgpu/version through AMD's package
+        numbers (kb.driver_support), else taken to be the one of the installed ROCm; the
+        verdict is AMD's driver / ROCm table, row for row.
+        """
+        from rocmdoctor.kb import driver_support as drivers
+
+        dkms = dkms_version(host)
         if not dkms:
             kernel_release = host.platform.kernel_release
             if "microsoft" in kernel_release.lower():
                 return Status.PASS, [Finding.info(
                     "WSL: the Windows AMD driver runs the GPU (through /dev/dxg); check its "
                     "version against AMD's WSL support table")], None
-            if module.present:
+            if module_present(host):
                 kernel = host.platform.kernel_release or "?"
                 return Status.PASS, [Finding.info(
                     f"amdgpu is the kernel's own driver (kernel {kernel}); AMD validates ROCm "
@@ -179,31 +185,83 @@ class TorchRocmMatch(Check):
                     "kernel")], None
             return Status.PASS, [Finding.info(
                 "the amdgpu driver is not loaded (see amdgpu-driver)")], None
-        if system is None:
+        known = _driver_release(dkms, system)
+        if known is None:
+            if drivers.module_newer_than_known(dkms):
+                return Status.PASS, [Finding.info(
+                    f"the amdgpu-dkms driver {dkms} is {_newer()}; AMD's driver / ROCm table: "
+                    f"{drivers.AMDGPU_DOCS_MATRIX}")], None
             return Status.PASS, [Finding.info(
-                f"amdgpu-dkms driver {dkms} is loaded; its ROCm release is unknown (no ROCm "
+                f"amdgpu-dkms driver {dkms} is loaded; its release is unknown (no ROCm "
                 "install records it)")], None
-        kmd = str(system.version)
-        tested = wheels.kmd_supports(kmd, user_space)
-        where = (f"the amdgpu-dkms driver {dkms} (assumed to come with the installed "
-                 f"ROCm {kmd})")
-        if tested is True:
-            return Status.PASS, [Finding.info(f"{where} is tested with ROCm {user_space} "
-                                              "user space")], None
-        if tested is False:
-            row = next(r for r in wheels.KMD_SUPPORT
-                       if wheels.version_tuple(r.kmd) == _minor(kmd))
+        driver, where, firm = known
+        user = ".".join(str(p) for p in wheels.version_tuple(user_space)[:2])
+        verdict = drivers.kmd_verdict(driver, user_space)
+        if verdict.tested is True:
+            return Status.PASS, [Finding.info(f"{where} is tested with ROCm {user} user "
+                                              "space")], None
+        if verdict.tested is False and firm:
             line, why = rocm_index_line(host)
-            return Status.WARN, [Finding.error(
-                f"{where} is tested with ROCm {', '.join(row.user_space)} user space, not "
-                f"{'.'.join(str(p) for p in _minor(user_space))}")], Fix(
+            text = (f"{where}: the ROCm {user} release notes list AMD GPU Driver "
+                    f"{', '.join(verdict.listed)}, not {driver}"
+                    if verdict.basis == "preview-notes" else
+                    f"{where} is tested with ROCm {', '.join(verdict.listed)} user space, not "
+                    f"{user}")
+            return Status.WARN, [Finding.error(text)], Fix(
                 f"Install the torch build for the driver's ROCm ({why}), or upgrade the "
                 "driver with amdgpu-install.", (line,))
-        floor = wheels.KMD_ONE_YEAR_RULE_FROM
-        if _minor(kmd) >= floor and _minor(user_space) >= floor:
-            return Status.PASS, [Finding.info(
-                f"{where}: from ROCm 6.4 on AMD supports driver and user space up to a year "
-                "apart")], None
-        return Status.PASS, [Finding.info(
-            f"{where}: AMD's table does not list it with ROCm "
-            f"{'.'.join(str(p) for p in _minor(user_space))} user space")], None
+        return Status.PASS, [Finding.info(_untold(where, user, verdict))], None
+
+
+from typing import TYPE_CHECKING  # noqa: E402  (the driver helpers below)
+
+if TYPE_CHECKING:
+    from rocmdoctor.kb.driver_support import KmdVerdict
+
+
+def _newer() -> str:
+    from rocmdoctor.kb import KB_DATE
+
+    return f"newer than what this rocmdoctor knows, tables dated {KB_DATE}"
+
+
+def _driver_release(dkms: str, system: Optional[RocmInstall]
+                    ) -> Optional[tuple[str, str, bool]]:
+    """(driver release, how the finding names the driver, whether a "not tested" may warn)."""
+    from rocmdoctor.kb import driver_support as drivers
+
+    row = drivers.module_release(dkms)
+    if row is not None:
+        return (row.driver, f"the amdgpu-dkms driver {dkms} (AMD GPU Driver {row.driver}.x)",
+                row.verified)
+    bundled = drivers.driver_of_rocm(str(system.version)) if system is not None else None
+    if system is None or bundled is None:
+        return None
+    return (bundled, f"the amdgpu-dkms driver {dkms} (assumed to be the {bundled}.x driver of "
+            f"the installed ROCm {system.version})", True)
+
+
+def _untold(where: str, user: str, verdict: KmdVerdict) -> str:
+    """The finding for a pair AMD's tables do not judge, saying why."""
+    from rocmdoctor.kb import driver_support as drivers
+
+    basis = verdict.basis
+    table = f"AMD's driver / ROCm table: {drivers.AMDGPU_DOCS_MATRIX}"
+    if basis == "user-unknown":
+        return f"{where}: the ROCm release torch was built for is unknown, so it was not checked"
+    if basis == "user-newer":
+        return f"{where}: ROCm {user} user space is {_newer()}; {table}"
+    if basis == "driver-newer":
+        return f"{where} is {_newer()}; {table}"
+    if basis == "user-preview":
+        return (f"{where}: ROCm {user} is a technology-preview release, which AMD's driver "
+                "table does not list")
+    floor = drivers.KMD_ONE_YEAR_RULE_FROM
+    year = ("; from ROCm 6.4 on AMD supports driver and user space up to a year apart"
+            if wheels.version_tuple(user)[:2] >= floor else "")
+    if basis == "driver-unlisted":
+        return f"{where}: AMD's table lists no ROCm release for this preview driver{year}"
+    if basis == "table":  # a "not tested" read through an unconfirmed module number
+        return (f"{where}: AMD's table does not list it with ROCm {user} user space, but "
+                "this module number is not confirmed by an AMD package name")
+    return f"{where}: AMD's table does not list it with ROCm {user} user space{year}"

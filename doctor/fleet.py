@@ -14,10 +14,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from rocmdoctor import schemas
 from rocmdoctor.model import Fix
 
-SCHEMA = "rocmdoctor.fleet/1"
-CHECK_SCHEMA = "rocmdoctor.check/1"
+SCHEMA = schemas.FLEET
+CHECK_SCHEMA = schemas.CHECK
 STATUSES = ("pass", "warn", "fail", "skip", "error")
 # The versions that make nodes "the same": a node differing in one is an odd one out.
 VERSION_FIELDS = ("gpus", "rocm", "amdgpu_driver", "nvidia_driver", "torch", "torchvision")
@@ -135,7 +136,7 @@ def parse_report(data: Any, file: str) -> NodeReport:
     if not isinstance(data, Mapping):
         raise FleetInputError(file, "not a rocmdoctor check report (not a JSON object)")
     schema = data.get("schema")
-    if data.get("format") == "rocmdoctor-snapshot/1":
+    if data.get("format") == schemas.SNAPSHOT:
         raise FleetInputError(file, f"a snapshot, not a check report (turn it into one with: "
                               f"rocmdoctor check --from {file} --json)")
     if schema != CHECK_SCHEMA:

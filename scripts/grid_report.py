@@ -20,8 +20,8 @@ from typing import Any
 
 import optuna
 
-from rocmdoctor.tuners import search as se
-from rocmdoctor.tuners.tune import trial_dict
+from rocmdoctor.tuners import study as sd
+from rocmdoctor.tuners.result import trial_dict
 
 MEASURED = ("ok", "pruned")  # a pruned trial was measured until clearly slower than the best
 
@@ -62,14 +62,14 @@ def report(trials: list[tuple[optuna.trial.FrozenTrial, dict[str, Any]]],
             choices[name] = [str(c) for c in dist.choices]  # type: ignore[attr-defined]
     names = sorted(choices)
     space = [dict(zip(names, combo)) for combo in itertools.product(*(choices[n] for n in names))]
-    measured = {se.params_key(t["params"]): t for _, t in trials if t["state"] in MEASURED}
+    measured = {sd.params_key(t["params"]): t for _, t in trials if t["state"] in MEASURED}
     ok = sorted((t for t in measured.values() if t["state"] == "ok"),
                 key=lambda t: -t["throughput"])
     best = ok[0]
     out: dict[str, Any] = {
         "space_size": len(space), "measured": len(measured),
         "ok": len(ok), "pruned": len(measured) - len(ok),
-        "not_measured": [p for p in space if se.params_key(p) not in measured],
+        "not_measured": [p for p in space if sd.params_key(p) not in measured],
         "trials_run": len(trials),
         "gpu_seconds": round(sum(durations([f for f, _ in trials])), 1),
         "best": {"params": best["params"], "images_per_s": best["throughput"]},
@@ -77,7 +77,7 @@ def report(trials: list[tuple[optuna.trial.FrozenTrial, dict[str, Any]]],
     }
     if tune:
         pick = tune["verdict"]["best_overall"]
-        in_grid = measured.get(se.params_key(pick["params"]))
+        in_grid = measured.get(sd.params_key(pick["params"]))
         out["tune"] = {
             "params": pick["params"], "tune_images_per_s": pick["search_throughput"],
             "elapsed_s": tune["elapsed_s"],

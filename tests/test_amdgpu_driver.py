@@ -12,6 +12,8 @@ from hypothesis import strategies as st
 from rocmdoctor.checks.amdgpu_driver import AMDGPU_INSTALL, LIBROCDXG, AmdgpuDriver
 from rocmdoctor.facts.amdgpu_module import DkmsEntry, parse_dkms_status, parse_proc_modules
 from rocmdoctor.facts.boot import parse_cmdline, parse_modprobe_conf
+from rocmdoctor.facts.kernel_log import RESTRICT_FILE
+from rocmdoctor.facts.secure_boot import DKMS_KEYS, LOCKDOWN_FILE, SB_VAR
 from rocmdoctor.host.snapshot import SnapshotHost
 from rocmdoctor.kb.boot import GRUB_COMMANDS
 from rocmdoctor.model import CheckResult, Finding, Fix, Status
@@ -25,6 +27,9 @@ ABSENT = ("/dev/kfd", "/dev/dxg", "/proc/1/cgroup", "/.dockerenv", "/run/.contai
           "/proc/cmdline", "/proc/modules", "/sys/module/amdgpu", "/sys/module/amdgpu/initstate",
           "/sys/module/amdgpu/version", "/proc/version", "dkms status", "modinfo -n amdgpu",
           "/proc/driver/nvidia/version", "/dev/nvidiactl",
+          # the Secure Boot state and the kernel log, read when amdgpu is not loaded
+          "mokutil --sb-state", SB_VAR, LOCKDOWN_FILE, *DKMS_KEYS, "dmesg",
+          "journalctl -k -b --no-pager", RESTRICT_FILE, "/etc/os-release", "/usr/lib/os-release",
           # the container fact (rocmdoctor.facts.container)
           "/proc/self/cgroup", "/proc/mounts", "/.singularity.d", "/proc/self/uid_map",
           "/proc/self/status")

@@ -282,3 +282,10 @@ def test_peer_copies_run_after_the_ranks_and_their_failure_is_shown() -> None:
     assert result.status == Status.PASS
     assert result.findings[-1].text == ("peer-to-peer copies not measured: exited with code 7 "
                                         "in stage 'import torch'")
+
+
+def test_the_launcher_writes_the_collectives_format_rocmdoctor_names() -> None:
+    from rocmdoctor import schemas
+    from rocmdoctor.host import collectives_launch
+
+    assert collectives_launch.SCHEMA == schemas.COLLECTIVES

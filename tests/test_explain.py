@@ -244,13 +244,15 @@ def machine(rocminfo: str, python: Optional[dict[str, Any]], env: Optional[dict[
                                       files=files, python=python))
 
 
-def test_invalid_device_function_on_a_780m_gives_the_override() -> None:
+def test_invalid_device_function_on_a_780m_gives_the_newest_wheel_with_gfx1103() -> None:
+    # gfx1103 is in PyTorch's wheel arch list from torch 2.13 (pytorch#179653) and in the
+    # rocm7.14 wheels (.ci/docker/manywheel/build.sh); no system ROCm: the newest index.
     host = machine(R780M, TORCH_24_ROCM61)
     assert explain_text(INVALID_DEVICE_FUNCTION, host) == [expect(
         "invalid-device-function", "torch.AcceleratorError: HIP error: invalid device function",
-        ("gfx1103 AMD Radeon Graphics: no PyTorch wheel is compiled for gfx1103; "
-         "HSA_OVERRIDE_GFX_VERSION=11.0.0 runs the gfx1100 (RX 7900) code on this RDNA3 GPU.",),
-        ("export HSA_OVERRIDE_GFX_VERSION=11.0.0",))]
+        ("gfx1103 AMD Radeon Graphics: PyTorch's ROCm 7.14 wheels include gfx1103.",),
+        ("pip install --force-reinstall torch torchvision --index-url "
+         "https://download.pytorch.org/whl/rocm7.14",))]
 
 
 def test_a_wrong_override_on_a_780m_is_named() -> None:
@@ -259,9 +261,9 @@ def test_a_wrong_override_on_a_780m_is_named() -> None:
         "invalid-device-function", "torch.AcceleratorError: HIP error: invalid device function",
         ("HSA_OVERRIDE_GFX_VERSION=11.0.2 is set here: the runtime loads gfx1102 code, which "
          "torch was not compiled for.",
-         "gfx1103 AMD Radeon Graphics: no PyTorch wheel is compiled for gfx1103; "
-         "HSA_OVERRIDE_GFX_VERSION=11.0.0 runs the gfx1100 (RX 7900) code on this RDNA3 GPU."),
-        ("export HSA_OVERRIDE_GFX_VERSION=11.0.0",))]
+         "gfx1103 AMD Radeon Graphics: PyTorch's ROCm 7.14 wheels include gfx1103."),
+        ("unset HSA_OVERRIDE_GFX_VERSION", "pip install --force-reinstall torch torchvision "
+         "--index-url https://download.pytorch.org/whl/rocm7.14"))]
 
 
 def test_invalid_device_function_on_an_890m_gives_the_pip_line_for_a_wheel_with_gfx1150() -> None:
@@ -272,11 +274,11 @@ def test_invalid_device_function_on_an_890m_gives_the_pip_line_for_a_wheel_with_
                        "rocm-info-version-6.3.4-76-classic-layout.txt")})
     assert explain_text(INVALID_DEVICE_FUNCTION, host) == [expect(
         "invalid-device-function", "torch.AcceleratorError: HIP error: invalid device function",
-        ("gfx1150 AMD Radeon Graphics: PyTorch's ROCm 7.2 wheels include gfx1150, those for ROCm "
-         "6.3 do not (ROCm 6.3.4 is installed here); the wheels bring their own ROCm libraries, "
-         "the amdgpu driver must support ROCm 7.2.",),
+        ("gfx1150 AMD Radeon Graphics: PyTorch's ROCm 7.14 wheels include gfx1150, those for "
+         "ROCm 6.3 do not (ROCm 6.3.4 is installed here); the wheels bring their own ROCm "
+         "libraries, the amdgpu driver must support ROCm 7.14.",),
         ("pip install --force-reinstall torch torchvision --index-url "
-         "https://download.pytorch.org/whl/rocm7.2",))]
+         "https://download.pytorch.org/whl/rocm7.14",))]
 
 
 def test_no_binary_when_torch_has_the_target_points_at_the_library() -> None:

@@ -15,6 +15,7 @@ from rocmdoctor.facts.amd_gpus import (
 )
 from rocmdoctor.facts.rocminfo import parse_rocminfo
 from rocmdoctor.host.snapshot import SnapshotHost
+from rocmdoctor.kb import KB_DATE
 from rocmdoctor.kb import gfx as kb
 from rocmdoctor.model import CheckResult, Finding, Fix, Status
 from rocmdoctor.runner import run_one
@@ -94,15 +95,19 @@ def test_malformed_values() -> None:
 
 
 M780 = "gfx1103 AMD Radeon Graphics"
-NEEDED_780M = ("gfx1103 is not in PyTorch's compiled arch list; 11.0.0 runs the gfx1100 "
-               "(RX 7900) code on this RDNA3 GPU")
+ROCM_4557 = "https://github.com/ROCm/ROCm/issues/4557"
+# AMD's caveat (schung-amd in ROCm#4557): same instruction set, fewer VGPRs than gfx1100.
+RULE_780M = ("11.0.0 runs the gfx1100 (RX 7900) code on this RDNA3 GPU; the instruction set is "
+             "the same, but gfx1103 has fewer registers than gfx1100, so gfx1100 kernels that "
+             "need them fail on it (AMD, ROCm#4557)")
+NEEDED_780M = f"gfx1103 is not in PyTorch's compiled arch list; {RULE_780M}"
 
 
 def test_needed_on_the_780m() -> None:
-    # The capture was taken without the override, as the ROCm#3207 reporter ran it.
+    # The capture was taken without the override.
     assert run(host(APU_780M, {"HSA_OVERRIDE_GFX_VERSION": "11.0.0"})) == expect(
         Status.PASS, f"HSA_OVERRIDE_GFX_VERSION=11.0.0 is needed: {NEEDED_780M}",
-        (INFO(f"GPU 0 ({M780}): {NEEDED_780M}"),), source="https://github.com/ROCm/ROCm/issues/3207")
+        (INFO(f"GPU 0 ({M780}): {NEEDED_780M}"),), source=ROCM_4557)
 
 
 def test_wrong_family_on_the_780m() -> None:
@@ -133,24 +138,70 @@ def test_target_missing_from_torch_too() -> None:
             commands=("export HSA_OVERRIDE_GFX_VERSION=11.0.0",)))
 
 
-def test_judged_by_the_rocm_release_without_torch() -> None:
+WRONG_XTX = ("wrong family: 10.3.0 selects gfx1030 (RDNA2) code for a RDNA3 GPU (gfx1100); "
+             "code for another family does not run on it")
+
+
+def test_another_family_fails_even_when_torch_has_the_native_target() -> None:
+    # The family test comes first: gfx1030 code objects are the wrong instruction set for a
+    # gfx1100 whether or not the wheel carries gfx1100 code (LLVM's generic processor table).
+    assert run(host(XTX, {"HSA_OVERRIDE_GFX_VERSION": "10.3.0"})) == expect(
+        Status.FAIL, f"HSA_OVERRIDE_GFX_VERSION=10.3.0: {WRONG_XTX}",
+        (ERR(f"GPU 0 (gfx1100 Radeon RX 7900 XTX): {WRONG_XTX}"),), UNSET, kb.LLVM_GENERIC)
+
+
+def test_another_family_fails_when_the_rocm_release_supports_the_gpu() -> None:
     # ROCm 6.2 supports gfx1100 natively; rocminfo's gfx1100 is not the override's gfx1030,
     # so it is the real target.
-    text = ("unneeded: gfx1100 is in the ROCm 6.2 support list, and the override makes it run "
-            "gfx1030 code instead")
     assert run(host(XTX, {"HSA_OVERRIDE_GFX_VERSION": "10.3.0"}, arch=None)) == expect(
-        Status.WARN, f"HSA_OVERRIDE_GFX_VERSION=10.3.0: {text}",
+        Status.FAIL, f"HSA_OVERRIDE_GFX_VERSION=10.3.0: {WRONG_XTX}",
+        (ERR(f"GPU 0 (gfx1100 Radeon RX 7900 XTX): {WRONG_XTX}"),), UNSET, kb.LLVM_GENERIC)
+
+
+def test_same_family_unneeded_when_the_rocm_release_supports_the_gpu() -> None:
+    text = ("unneeded: gfx1100 is in the ROCm 6.2 support list, and the override makes it run "
+            "gfx1101 code instead")
+    assert run(host(XTX, {"HSA_OVERRIDE_GFX_VERSION": "11.0.1"}, arch=None)) == expect(
+        Status.WARN, f"HSA_OVERRIDE_GFX_VERSION=11.0.1: {text}",
         (HINT(f"GPU 0 (gfx1100 Radeon RX 7900 XTX): {text}"),), UNSET, kb.ROCM_MATRIX)
+
+
+def test_rdna4_on_a_release_before_its_support_names_the_release() -> None:
+    # "ROCm 6.4.1 introduces support for the RDNA4 architecture-based Radeon AI PRO R9700,
+    # Radeon RX 9070 ..." (6.4.1 release notes); ROCm 6.3's list has no gfx1201.
+    why = ("gfx1201 is not in the ROCm 6.3 support list (AMD lists it from ROCm 6.4.1 on); "
+           "12.0.0 (gfx1200) is in the same family, but no report says it works on gfx1201")
+    wrong = ("wrong family: 12.0.0 selects gfx1200 (RDNA4) code for a RDNA3.5 GPU (gfx1151); "
+             "code for another family does not run on it")
+    h = host(MISREPORT, {"HSA_OVERRIDE_GFX_VERSION": "12.0.0"}, arch=None, rocm_version="6.3.4")
+    assert run(h) == expect(Status.FAIL, f"HSA_OVERRIDE_GFX_VERSION=12.0.0: {wrong}",
+                            (HINT(f"GPU 0 (gfx1201): {why}"), ERR(f"GPU 1 (gfx1151): {wrong}")),
+                            UNSET, kb.LLVM_GENERIC)
+
+
+def test_release_newer_than_the_tables_is_said_so() -> None:
+    why = ("could not tell whether gfx1103 has native code (no PyTorch arch list; ROCm 10.2.0 "
+           f"is newer than what this rocmdoctor knows, tables dated {KB_DATE}); {RULE_780M}")
+    h = host(APU_780M, {"HSA_OVERRIDE_GFX_VERSION": "11.0.0"}, arch=None, rocm_version="10.2.0")
+    assert run(h) == expect(Status.PASS, f"HSA_OVERRIDE_GFX_VERSION=11.0.0 is needed: {why}",
+                            (INFO(f"GPU 0 ({M780}): {why}"),), source=ROCM_4557)
+
+
+def test_override_to_a_target_the_tables_do_not_know() -> None:
+    text = (f"13.1.0 selects gfx1310, a target this rocmdoctor does not know (tables dated "
+            f"{KB_DATE})")
+    assert run(host(XTX, {"HSA_OVERRIDE_GFX_VERSION": "13.1.0"})) == expect(
+        Status.WARN, f"HSA_OVERRIDE_GFX_VERSION=13.1.0: {text}",
+        (HINT(f"GPU 0 (gfx1100 Radeon RX 7900 XTX): {text}"),), UNSET, kb.LLVM_GENERIC)
 
 
 def test_native_support_unknown() -> None:
     text = ("could not tell whether gfx1103 has native code (no PyTorch arch list, ROCm "
-            "release not known); 11.0.0 runs the gfx1100 (RX 7900) code on this RDNA3 GPU")
+            f"release not known); {RULE_780M}")
     h = host(APU_780M, {"HSA_OVERRIDE_GFX_VERSION": "11.0.0"}, arch=None, rocm_version=None,
              absent=(KFD_NODES, *NO_ROCM_VERSION))
     assert run(h) == expect(Status.PASS, f"HSA_OVERRIDE_GFX_VERSION=11.0.0 is needed: {text}",
-                            (INFO(f"GPU 0 ({M780}): {text}"),),
-                            source="https://github.com/ROCm/ROCm/issues/3207")
+                            (INFO(f"GPU 0 ({M780}): {text}"),), source=ROCM_4557)
 
 
 def test_override_equal_to_the_real_target_read_from_sysfs() -> None:
@@ -221,9 +272,10 @@ def test_reported_failure_on_gfx1150() -> None:
         "https://github.com/likelovewant/ROCmLibs-for-gfx1103-AMD780M-APU/issues/37")
 
 
-def test_same_family_without_a_report() -> None:
-    text = ("gfx1151 is not in PyTorch's compiled arch list; 11.0.0 (gfx1100) is in the same "
-            "family, but no report says it works on gfx1151")
+def test_reported_crash_on_gfx1151_and_wrong_family_on_gfx1201() -> None:
+    # unsloth#8480: gfx1100 kernels on gfx1151 "dies with SIGSEGV" at the first allocation.
+    text = ("11.0.0 on gfx1151: reported to crash with SIGSEGV at the first allocation on "
+            "gfx1151 (and to run for others); use a PyTorch build that includes gfx1151 instead")
     wrong = ("wrong family: 11.0.0 selects gfx1100 (RDNA3) code for a RDNA4 GPU (gfx1201); "
              "code for another family does not run on it")
     h = host(MISREPORT, {"HSA_OVERRIDE_GFX_VERSION": "11.0.0"})
@@ -231,3 +283,12 @@ def test_same_family_without_a_report() -> None:
         Status.FAIL, f"HSA_OVERRIDE_GFX_VERSION=11.0.0: {wrong}",
         (ERR(f"GPU 0 (gfx1201): {wrong}"), HINT(f"GPU 1 (gfx1151): {text}")), UNSET,
         kb.LLVM_GENERIC)
+
+
+def test_same_family_without_a_report() -> None:
+    # No report of 11.0.1 (gfx1101 code) on gfx1150.
+    text = ("gfx1150 is not in PyTorch's compiled arch list; 11.0.1 (gfx1101) is in the same "
+            "family, but no report says it works on gfx1150")
+    assert run(host(NPU, {"HSA_OVERRIDE_GFX_VERSION": "11.0.1"})) == expect(
+        Status.WARN, f"HSA_OVERRIDE_GFX_VERSION=11.0.1: {text}",
+        (HINT(f"GPU 0 (gfx1150 AMD Radeon Graphics): {text}"),), UNSET, kb.LLVM_GENERIC)

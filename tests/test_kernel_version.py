@@ -13,12 +13,14 @@ from rocmdoctor.checks.kernel_version import KernelVersion, parse_kernel_release
 from rocmdoctor.facts.rocm_version import DISTRO_VERSION_FILES
 from rocmdoctor.host import Host
 from rocmdoctor.host.snapshot import SnapshotHost
+from rocmdoctor.kb import KB_DATE
 from rocmdoctor.kb import rocm_support as kb
 from rocmdoctor.kb.rocm_support import (
     DOCS,
     HISTORICAL_60,
     KERNEL_FLOOR_SOURCE,
     MATRIX_LATEST,
+    OS_SUPPORT_YAML,
 )
 from rocmdoctor.model import CheckResult, Finding, Fix, Status
 from rocmdoctor.runner import run_one
@@ -78,9 +80,9 @@ def test_real_ubuntu_18_04_kernel_5_0_fails_the_floor() -> None:
     # The capture's box: Ubuntu 18.04.4, 5.0.0-23-generic, amdgpu DKMS, no ROCm version file.
     host = machine(UBUNTU_18_04_4, "5.0.0-23-generic", proc=proc_version())
     assert check(host) == expected(
-        Status.FAIL, "kernel 5.0.0-23-generic is too old for current ROCm (6.0-7.2)",
+        Status.FAIL, "kernel 5.0.0-23-generic is too old for current ROCm (6.0-10.1)",
         [Finding.error("kernel 5.0 is older than 5.15, the oldest kernel current ROCm "
-                       "(6.0-7.2) supports on a distribution with mainline kernels")],
+                       "(6.0-10.1) supports on a distribution with mainline kernels")],
         TOO_OLD_FIX, source=KERNEL_FLOOR_SOURCE)
 
 
@@ -88,7 +90,7 @@ def test_kernel_read_from_proc_version_when_uname_is_empty() -> None:
     host = machine(UBUNTU_18_04_4, "", proc=proc_version())
     result = check(host)
     assert (result.status, result.summary) == (
-        Status.FAIL, "kernel 5.0.0-23-generic is too old for current ROCm (6.0-7.2)")
+        Status.FAIL, "kernel 5.0.0-23-generic is too old for current ROCm (6.0-10.1)")
 
 
 def test_validated_hwe_kernel_passes() -> None:
@@ -134,21 +136,31 @@ def test_enterprise_clone_is_not_failed_on_its_number() -> None:
                       "kernel is not validated")], source=HISTORICAL_60)
 
 
-def test_rocm_without_a_table_checks_only_the_floor() -> None:
+def test_therock_7_14_validates_the_24_04_oem_kernel() -> None:
+    # AMD's 7.14/10.0 OS table: Ubuntu 24.04.4 with GA 6.8, HWE 6.17 and OEM 6.17.
     ubuntu_24 = UBUNTU_22_04_4.replace("22.04", "24.04")
     host = machine(ubuntu_24, "6.17.0-1012-oem", THEROCK_VERSION,
                    path="/opt/rocm/core/.info/version")
     assert check(host) == expected(
-        Status.PASS, "kernel 6.17.0-1012-oem meets the 5.15 floor for ROCm 7.14.0",
-        [Finding.info("rocmdoctor has no kernel list for ROCm 7.14.0; only the 5.15 floor is "
-                      "checked")], source=KERNEL_FLOOR_SOURCE)
+        Status.PASS, "kernel 6.17.0-1012-oem is validated for ROCm 7.14.0 on Ubuntu 24.04 (6.8, "
+        "6.17)", [], source=OS_SUPPORT_YAML)
+
+
+def test_rocm_newer_than_the_tables_checks_only_the_floor() -> None:
+    ubuntu_24 = UBUNTU_22_04_4.replace("22.04", "24.04")
+    host = machine(ubuntu_24, "6.17.0-1012-oem", "10.2.0",  # synthetic version file
+                   path="/opt/rocm/core/.info/version")
+    assert check(host) == expected(
+        Status.PASS, "kernel 6.17.0-1012-oem meets the 5.15 floor for ROCm 10.2.0",
+        [Finding.info(f"ROCm 10.2.0 is newer than what this rocmdoctor knows, tables dated "
+                      f"{KB_DATE}; only the 5.15 floor is checked")], source=KERNEL_FLOOR_SOURCE)
 
 
 def test_no_rocm_and_enterprise_passes_with_a_note() -> None:
     host = machine(RHEL_9_4, "5.14.0-427.13.1.el9_4.x86_64")
     assert check(host) == expected(
         Status.PASS, "kernel 5.14.0-427.13.1.el9_4.x86_64 meets the 5.15 floor for current "
-        "ROCm (6.0-7.2)",
+        "ROCm (6.0-10.1)",
         [Finding.info("enterprise kernels carry backported drivers; the version alone says "
                       "little")], source=KERNEL_FLOOR_SOURCE)
 

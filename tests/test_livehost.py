@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from rocmdoctor.host.live import LiveHost, run_command
+from rocmdoctor.host.live import LiveHost
+from rocmdoctor.host.process import run_command
 
 pytestmark = pytest.mark.live
 

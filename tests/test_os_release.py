@@ -18,8 +18,9 @@ from rocmdoctor.facts.os_release import (
 )
 from rocmdoctor.host import Host
 from rocmdoctor.host.snapshot import SnapshotHost
+from rocmdoctor.kb import KB_DATE
 from rocmdoctor.kb import rocm_support as kb
-from rocmdoctor.kb.rocm_support import DOCS, HISTORICAL_60, MATRIX_LATEST
+from rocmdoctor.kb.rocm_support import DOCS, HISTORICAL_60, MATRIX_LATEST, OS_SUPPORT_YAML
 from rocmdoctor.model import CheckResult, Finding, Fix, Status
 from rocmdoctor.runner import run_one
 from tests.helpers import fixture_text, host_of, make_snapshot
@@ -114,7 +115,7 @@ def test_usr_lib_fallback() -> None:
 def test_ubuntu_22_04_listed_for_rocm_6_3_4() -> None:
     assert check(with_rocm(UBUNTU_22_04_4)) == expected(
         Status.PASS, "Ubuntu 22.04.4 LTS is supported by ROCm 6.3.4 (listed: Ubuntu 22.04.5)",
-        [Finding.info("ROCm 6.3.4 is checked against the matrix column for 6.3.1, the nearest "
+        [Finding.info("ROCm 6.3.4 is checked against the matrix column for 6.3.3, the nearest "
                       "release of its series"),
          Finding.info("AMD validated Ubuntu 22.04.5; this system reports 22.04.4")],
         source=HISTORICAL_60)
@@ -124,7 +125,7 @@ def test_real_partial_os_release_lines_match_ubuntu_24_04() -> None:
     assert check(with_rocm(sysinfo_os_lines())) == expected(
         Status.PASS, "Ubuntu 24.04.1 LTS (Noble Numbat) is supported by ROCm 6.3.4 "
         "(listed: Ubuntu 24.04.2)",
-        [Finding.info("ROCm 6.3.4 is checked against the matrix column for 6.3.1, the nearest "
+        [Finding.info("ROCm 6.3.4 is checked against the matrix column for 6.3.3, the nearest "
                       "release of its series"),
          Finding.info("AMD validated Ubuntu 24.04.2; this system reports 24.04.1")],
         source=HISTORICAL_60)
@@ -140,10 +141,10 @@ def test_rhel_listed_exactly() -> None:
 def test_unlisted_release_warns_with_the_supported_list() -> None:
     assert check(with_rocm(UBUNTU_18_04_4)) == expected(
         Status.WARN, "Ubuntu 18.04.4 LTS is not listed for ROCm 6.3.4",
-        [Finding.info("ROCm 6.3.4 is checked against the matrix column for 6.3.1, the nearest "
+        [Finding.info("ROCm 6.3.4 is checked against the matrix column for 6.3.3, the nearest "
                       "release of its series"),
          Finding.hint("ROCm 6.3.4 supports: Ubuntu 24.04.2, 22.04.5; RHEL 9.5, 9.4, 8.10; "
-                      "SLES 15 SP6, 15 SP5; Oracle Linux 8.10; Debian 12")],
+                      "SLES 15 SP6, 15 SP5; Oracle Linux 8.10; Debian 12; Azure Linux 3.0")],
         Fix("Run ROCm on a listed distribution release, or accept that this combination is "
             "untested by AMD."),
         source=HISTORICAL_60)
@@ -166,13 +167,35 @@ def test_no_rocm_installed_passes_with_information() -> None:
         Finding.info("no ROCm install found, so ROCm's OS support was not checked")])
 
 
-def test_rocm_without_a_table_passes_with_information() -> None:
+def test_therock_7_14_listed_ubuntu_24_04() -> None:
+    # AMD's OS table for 7.14 and 10.0 (docs/data/os-support.yaml) lists Ubuntu 24.04.4.
     host = host_of(files={"/etc/os-release": sysinfo_os_lines(),
                           "/opt/rocm/core/.info/version": THEROCK_VERSION})
     assert check(host) == expected(
-        Status.PASS, "Ubuntu 24.04.1 LTS (Noble Numbat); ROCm 7.14.0",
-        [Finding.info("rocmdoctor has no OS list for ROCm 7.14.0 (it knows 6.0 to 7.2.3); "
-                      f"check {MATRIX_LATEST}")])
+        Status.PASS, "Ubuntu 24.04.1 LTS (Noble Numbat) is supported by ROCm 7.14.0 (listed: "
+        "Ubuntu 24.04.4)",
+        [Finding.info("AMD validated Ubuntu 24.04.4; this system reports 24.04.1")],
+        source=OS_SUPPORT_YAML)
+
+
+def test_rocm_newer_than_the_tables_passes_saying_so() -> None:
+    host = host_of(files={"/etc/os-release": sysinfo_os_lines(),
+                          "/opt/rocm/core/.info/version": "10.2.0"})  # synthetic
+    assert check(host) == expected(
+        Status.PASS, "Ubuntu 24.04.1 LTS (Noble Numbat); ROCm 10.2.0",
+        [Finding.info(f"ROCm 10.2.0 is newer than what this rocmdoctor knows, tables dated "
+                      f"{KB_DATE}; check {MATRIX_LATEST}")])
+
+
+def test_partly_inferred_list_does_not_warn() -> None:
+    # 10.1.0's notes name only its Ubuntu changes; Rocky Linux 8 is in none of the lists.
+    rocky = ('NAME="Rocky Linux"\nVERSION="8.10 (Green Obsidian)"\nID="rocky"\n'
+             'ID_LIKE="rhel centos fedora"\nVERSION_ID="8.10"\n'
+             'PRETTY_NAME="Rocky Linux 8.10 (Green Obsidian)"\n')  # synthetic
+    result = check(with_rocm(rocky, "10.1.0\n"))
+    assert (result.status, result.summary) == (
+        Status.PASS, "Rocky Linux 8.10 (Green Obsidian); ROCm 10.1.0")
+    assert result.source == "https://rocm.docs.amd.com/en/docs-10.1.0/about/release-notes.html"
 
 
 def test_wsl_is_noted() -> None:
@@ -215,13 +238,17 @@ def test_every_release_row_has_a_source_and_versions_sort() -> None:
 def test_release_lookup() -> None:
     exact = kb.release_for("6.2.4")
     assert exact is not None and (exact.column, exact.exact) == ("6.2.4", True)
-    for version, column in (("6.3.4", "6.3.1"), ("6.4.1", "6.4.0"), ("6.4.4", "6.4.3"),
-                            ("7.0.1", "7.0.0"), ("7.2.0", "7.2.1"), ("7.2.4", "7.2.3")):
+    for version, column in (("6.3.4", "6.3.3"), ("6.4.1", "6.4.0"), ("6.4.4", "6.4.3"),
+                            ("7.2.0", "7.2.1"), ("7.2.4", "7.2.3"), ("7.14.2", "7.14.1")):
         match = kb.release_for(version)
         assert match is not None and (match.column, match.exact) == (column, False), version
+    # AMD: "no other significant changes ... in ROCm 7.0.1 from ROCm 7.0.0".
+    assert kb.release_for("7.0.1") == kb.ReleaseMatch(kb.release_for("7.0.0").release, "7.0.1",
+                                                      True)
     assert kb.release_for("5.7.1") is None
-    assert kb.release_for("7.14.0") is None
-    assert kb.newest_release() == "7.2.3"
+    assert kb.release_for("7.5.0") is None
+    assert kb.newest_release() == "10.1.0"
+    assert kb.newer_than_known("10.2.0") and not kb.newer_than_known("7.14.0")
 
 
 def test_version_matching_rules() -> None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
+import platform
 import stat
 import subprocess
 import sys
@@ -281,9 +283,13 @@ def test_real_probe_on_the_installed_cpu_wheel() -> None:
         "location": os.path.dirname(torch.__file__), "hip": None, "cuda": None,
         "git_version": torch.version.git_version, "rocm": None, "debug": False,
         "arch_list": [], "available": False, "device_count": 0, "cudnn_version": None,
-        "devices": [], "smoke": {"ok": None, "error": None, "reason": "no GPU visible to torch"},
+        "xnnpack": importlib.import_module("torch.backends.xnnpack").enabled, "devices": [],
+        "num_threads": torch.get_num_threads(), "smoke": {"ok": None, "error": None, "reason": "no GPU visible to torch"},
     }
     assert data["probe"]["returncode"] == 0 and data["probe"]["stage"] == "done"
+    # What collect_env prints as "Libc version" and "Python platform".
+    assert (data["libc"], data["platform"]) == (
+        "-".join(platform.libc_ver()), platform.platform())
 
 
 @pytest.mark.e2e

@@ -58,7 +58,8 @@ def check(host: Host) -> CheckResult:
 def expected(status: Status, summary: str, findings: list[Finding],
              fix: Fix | None = None) -> CheckResult:
     return CheckResult("rocm-permissions", "ROCm files readable and not world-writable",
-                       status, summary, tuple(findings), fix, CHMOD_DOCS)
+                       status, summary, tuple(findings), fix, CHMOD_DOCS,
+                       depends=("rocm-install",))
 
 
 def test_healthy_tree_passes() -> None:

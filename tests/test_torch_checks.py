@@ -30,7 +30,8 @@ MI300X_ENV = "collect_env-vllm-gfx942-mi300x-x8-rocm6.2-topology.txt"
 WSL_ENV = "collect_env-wsl2-gfx1030-rx6800xt-rocm6.1.3-no-gfx-suffix.txt"
 # Asked for and absent on the replayed machines (strict hosts fail on anything else).
 ABSENT: tuple[str, ...] = (
-    "rocminfo", "/dev/kfd", "/sys/module/amdgpu", "/sys/module/amdgpu/version",
+    "rocminfo", "/dev/kfd", "/sys/module/amdgpu", "/sys/module/amdgpu/version", "/proc/modules",
+    "/sys/module/amdgpu/initstate",
     "/sys/class/kfd/kfd/topology/nodes", "/opt/rocm/.info/version",
     "/opt/rocm/core/.info/version", "/opt/rocm/include/rocm-core/rocm_version.h",
     "/opt/rocm/include/rocm_version.h", "/proc/driver/nvidia/version", "/dev/nvidiactl",
@@ -186,16 +187,17 @@ def test_gfx1150_with_the_official_rocm64_wheel_needs_a_newer_index() -> None:
         Fix("Install a PyTorch build that includes gfx1150 (the rocm7.2 wheels do).",
             ("pip install --force-reinstall torch torchvision --index-url "
              "https://download.pytorch.org/whl/rocm7.2",)))
-    assert r.source == tw.UV_TORCH_BACKENDS
-    # ...and the bundled 6.4 user space on ROCm 7.2's driver: fine from 6.4 on.
+    # The newest rocm7.2 wheels are torch 2.14.x; their list is PyTorch's build script's.
+    assert r.source == tw.MANYWHEEL_BUILD
+    # ...and the bundled 6.4 user space on the 30.20 driver (amdgpu-dkms 6.16.6.302xxxxx):
+    # AMD's table lists 6.4 for it.
     m = TorchRocmMatch().run(gfx1150_host(probe=probe, dkms="6.16.6"))
     assert whole(m) == (
         Status.PASS, "torch built for ROCm 6.4.2-6.4.3 (HIP 6.4.43484); system ROCm 7.2.0",
         (Finding.info("torch 2.9.1+rocm6.4 carries its own ROCm user-space libraries, so the "
                       "system ROCm version need not match it"),
-         Finding.info("the amdgpu-dkms driver 6.16.6 (assumed to come with the installed ROCm "
-                      "7.2.0): from ROCm 6.4 on AMD supports driver and user space up to a year "
-                      "apart")), None)
+         Finding.info("the amdgpu-dkms driver 6.16.6 (AMD GPU Driver 30.20.x) is tested with "
+                      "ROCm 6.4 user space")), None)
 
 
 # --- 8x MI300X (gfx942), vLLM's ROCm 6.2 container, torch 2.5.0a0 built from source ----------
@@ -270,7 +272,7 @@ def wsl_host(probe: Optional[dict[str, Any]] = None) -> SnapshotHost:
 
 def test_wsl_torch_rocm_match() -> None:
     assert whole(TorchRocmMatch().run(wsl_host())) == (
-        Status.PASS, "torch built for ROCm 6.1.2-6.1.3 (HIP 6.1.40093); system ROCm 6.1.3 "
+        Status.PASS, "torch built for ROCm 6.1.2-6.1.5 (HIP 6.1.40093); system ROCm 6.1.3 "
         "matches", (Finding.info("WSL: the Windows AMD driver runs the GPU (through /dev/dxg); "
                                  "check its version against AMD's WSL support table"),), None)
 
@@ -460,7 +462,10 @@ def test_igpu_outside_the_targets_beside_a_supported_card_warns() -> None:
         Fix("Hide the integrated GPU from PyTorch.", ("export HIP_VISIBLE_DEVICES=0",)))
 
 
-def test_780m_with_no_wheel_for_gfx1103_gets_the_override() -> None:
+def test_780m_gets_the_newest_wheel_with_gfx1103_and_the_override_as_a_hint() -> None:
+    # gfx1103 entered PyTorch's wheel arch list for torch 2.13 (pytorch#179653); with no system
+    # ROCm the newest index is the one to install from. The override carries AMD's register-
+    # file caveat (ROCm#4557).
     probe = probe_from_collect_env(WSL_ENV, arch_list=ROCM62_TARGETS)
     probe["torch"].update(version="2.5.1+rocm6.2", hip="6.2.41133-dd7f95766", device_count=0,
                           available=False, devices=[])
@@ -469,10 +474,16 @@ def test_780m_with_no_wheel_for_gfx1103_gets_the_override() -> None:
     assert whole(r) == (
         Status.FAIL, "gfx1103 is not among the targets compiled into torch 2.5.1+rocm6.2",
         (Finding.error("GPU 0 AMD Radeon Graphics is gfx1103; torch 2.5.1+rocm6.2 was compiled "
-                       f"for {', '.join(ROCM62_TARGETS)}"),),
-        Fix("Make the runtime treat gfx1103 as gfx1100 (unofficial; runs the gfx1100 (RX 7900) "
-            "code on this RDNA3 GPU).", ("export HSA_OVERRIDE_GFX_VERSION=11.0.0",)))
-    assert r.source == "https://github.com/ROCm/ROCm/issues/3207"
+                       f"for {', '.join(ROCM62_TARGETS)}"),
+         Finding.hint("unofficial: export HSA_OVERRIDE_GFX_VERSION=11.0.0 runs the gfx1100 "
+                      "(RX 7900) code on this RDNA3 GPU; the instruction set is the same, but "
+                      "gfx1103 has fewer registers than gfx1100, so gfx1100 kernels that need "
+                      "them fail on it (AMD, ROCm#4557) "
+                      "(https://github.com/ROCm/ROCm/issues/4557)")),
+        Fix("Install a PyTorch build that includes gfx1103 (the rocm7.14 wheels do).",
+            ("pip install --force-reinstall torch torchvision --index-url "
+             "https://download.pytorch.org/whl/rocm7.14",)))
+    assert r.source == tw.MANYWHEEL_BUILD
     assert whole(TorchDevice().run(host)) == (
         Status.FAIL, "torch sees no GPU; rocminfo lists 1",
         (Finding.error("rocminfo lists gfx1103 AMD Radeon Graphics"),),
@@ -525,8 +536,8 @@ def test_wheel_newer_than_the_dkms_driver_is_tested_with_warns() -> None:
         "amdgpu driver is not tested with ROCm 6.4",
         (Finding.info("torch 2.9.1+rocm6.4 carries its own ROCm user-space libraries, so the "
                       "system ROCm version need not match it"),
-         Finding.error("the amdgpu-dkms driver 6.3.6 (assumed to come with the installed ROCm "
-                       "6.0.2) is tested with ROCm 5.6, 5.7, 6.0, 6.1, 6.2 user space, not 6.4")),
+         Finding.error("the amdgpu-dkms driver 6.3.6 (AMD GPU Driver 6.0.x) is tested with ROCm "
+                       "5.6, 5.7, 6.0, 6.1, 6.2 user space, not 6.4")),
         Fix("Install the torch build for the driver's ROCm (rocm6.0 fits the installed ROCm "
             "6.0.2), or upgrade the driver with amdgpu-install.",
             ("pip install --force-reinstall torch torchvision --index-url "

@@ -191,7 +191,7 @@ def test_tunableop_trial_tunes_once_then_replays(tmp_path: Path) -> None:
     measured run is what matters)."""
     from rocmdoctor.tuners import knobs as kb
     from rocmdoctor.tuners.bench.spec import BenchSpec
-    from rocmdoctor.tuners.search import PlannedKnob, SearchSpace, materialize
+    from rocmdoctor.tuners.space import PlannedKnob, SearchSpace, materialize
     from rocmdoctor.tuners.tune import TuneOptions, Tuner
 
     knob = kb.knobs_named("tunableop")[0]
@@ -210,3 +210,36 @@ def test_tunableop_trial_tunes_once_then_replays(tmp_path: Path) -> None:
     assert seen["PYTORCH_TUNABLEOP_TUNING"] == "0"
     assert seen["PYTORCH_TUNABLEOP_FILENAME"] == str(tmp_path / "7" / "tunableop_results%d.csv")
     assert (tmp_path / "7").is_dir()
+
+
+def test_a_trial_inherits_the_environment_given_to_the_tune_not_os_environ(
+        tmp_path: Path) -> None:
+    """run_tune(options, env): the trials run in `env`, whatever this process's os.environ
+    holds (a library caller passes the environment it wants tuned)."""
+    from rocmdoctor.tuners import knobs as kb
+    from rocmdoctor.tuners.bench.spec import BenchSpec
+    from rocmdoctor.tuners.space import SearchSpace, materialize
+    from rocmdoctor.tuners.tune import TuneOptions, Tuner
+
+    assert "PYTORCH_ROCMDOCTOR_SEAM" not in os.environ
+    spec = BenchSpec(model="tinycnn", device="cpu", batch_size=8, image_size=32, steps=2,
+                     warmup=1)
+    env = _env(tmp_path, PYTORCH_ROCMDOCTOR_SEAM="given")
+    env.pop("OMP_NUM_THREADS")
+    saved = os.environ.get("OMP_NUM_THREADS")
+    os.environ["OMP_NUM_THREADS"] = "3"  # in this process only: the trial must not see it
+    try:
+        plan = materialize(SearchSpace("none", (), ()), {}, spec,
+                           kb.Platform(kind="cpu", torch="2.13.0+cpu"), env,
+                           str(tmp_path / "1"))
+        outcome, _ = Tuner(TuneOptions(spec=spec), env)._run_plan(plan, 120.0, None)
+    finally:
+        if saved is None:
+            del os.environ["OMP_NUM_THREADS"]
+        else:
+            os.environ["OMP_NUM_THREADS"] = saved
+    assert outcome.state == "ok", outcome.stderr_tail
+    assert outcome.result is not None
+    seen = outcome.result["environment"]["knobs"]["env"]
+    assert seen.get("PYTORCH_ROCMDOCTOR_SEAM") == "given"
+    assert "OMP_NUM_THREADS" not in seen

@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 
 from rocmdoctor.tuners.bench.spec import BenchSpec
-from rocmdoctor.tuners.export import env_file_text, how_to_apply, render_summary
+from rocmdoctor.tuners.export import env_file_text, render_summary
 from rocmdoctor.tuners.html import render_html
+from rocmdoctor.tuners.result import how_to_apply
 
 SPACE: dict[str, Any] = {
     "name": "default", "size": 48,
@@ -204,10 +205,36 @@ def test_a_queued_trial_that_never_ran_is_not_counted_as_a_trial() -> None:
                           "message": "", "baseline": False, "started_at": None,
                           "retry_of": None, "env": {}, "precision": None})
     assert "<tr><td class=n>5</td><td>-</td><td>waiting</td>" in render_html(res)
-    second = render_summary(res, []).splitlines()[1]
-    assert second == ("study resnet50-0123456789: 5 trials (3 ok, 1 oom, 1 pruned) in 14m05s; "
-                      "1 queued, not run (the budget ran out; the same command measures it "
-                      "next)")
+    res["search"] = {"stopped": "budget", "queued": 1,
+                     "why": "the budget left no room for another trial and the confirmation"}
+    lines = render_summary(res, []).splitlines()
+    assert lines[1:3] == [
+        "study resnet50-0123456789: 5 trials (3 ok, 1 oom, 1 pruned) in 14m05s",
+        "the search ended: the budget left no room for another trial and the confirmation; "
+        "1 queued configuration not run: the same command with a longer --budget measures it"]
+
+
+@pytest.mark.parametrize(("stopped", "why", "queued", "line"), [
+    ("space", "every configuration of the space was measured", 0,
+     "the search ended: every configuration of the space was measured"),
+    ("max-trials", "--max-trials was reached", 2,
+     "the search ended: --max-trials was reached; 2 queued, not run: a higher --max-trials "
+     "measures them"),
+    # the budget, with nothing queued: no advice to rerun a command that would run nothing
+    ("budget", "the budget left no room for another trial and the confirmation", 0,
+     "the search ended: the budget left no room for another trial and the confirmation"),
+])
+def test_the_summary_says_why_the_search_ended(stopped: str, why: str, queued: int,
+                                               line: str) -> None:
+    res = result()
+    res["search"] = {"stopped": stopped, "why": why, "queued": queued}
+    for n in range(queued):
+        res["trials"].append({"number": 10 + n, "params": {}, "state": "waiting",
+                              "throughput": None, "unit": None, "memory_bytes": None,
+                              "one_time_s": None, "message": "", "baseline": False,
+                              "started_at": None, "retry_of": None, "env": {},
+                              "precision": None})
+    assert render_summary(res, []).splitlines()[2] == line
 
 
 def test_html_page_is_self_contained_and_escaped() -> None:

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from rocmdoctor.tuners import knobs as kb
 from rocmdoctor.tuners.bench.spec import BenchSpec
-from rocmdoctor.tuners.search import PlannedKnob, SearchSpace, materialize, plan_space
+from rocmdoctor.tuners.space import PlannedKnob, SearchSpace, materialize, plan_space
 
 MI300X = kb.Platform(kind="rocm", torch="2.9.1+rocm6.4", hip="6.4.43482-0f2d60242",
                      device="AMD Instinct MI300X", arch="gfx942", cpu_count=64,
@@ -43,6 +43,9 @@ def test_default_space_for_resnet50_on_mi300x_with_torch_2_9() -> None:
         ("precision", ("fp32", "bf16", "fp16"), "fp32"),
         ("channels_last", ("off", "on"), "off"),
         ("compile", ("off", "on"), "off"),
+        # torch.optim's default on a GPU is foreach: only the other two are tried
+        ("compile_mode", ("default", "reduce-overhead"), "default"),
+        ("optimizer_impl", ("default", "for-loop", "fused"), "default"),
         ("cudnn_benchmark", ("default", "on"), "default"),
         ("miopen_immediate", ("default", "on"), "default"),
         ("miopen_find_mode", ("default", "FAST", "NORMAL", "HYBRID"), "default"),
@@ -50,32 +53,42 @@ def test_default_space_for_resnet50_on_mi300x_with_torch_2_9() -> None:
         ("tunableop", ("off", "on"), "off"),
         ("blas_prefer_hipblaslt", ("default", "1", "0"), "default"),
         ("hip_force_dev_kernarg", ("default", "1"), "default"),
+        ("hsa_no_scratch_reclaim", ("default", "1"), "default"),
     ]
     assert space.skipped == (
         ("alloc", "needs torch >= 2.12 (this is 2.9.1+rocm6.4)"),
         ("aotriton_experimental", "resnet50 has no sdpa work for it to act on"),
-        ("batch_size", "give --batch-sizes to search it"),
+        ("batch_size", "no batch size but yours (64) to try here"),
+        ("rocm_fa_library", "resnet50 has no sdpa work for it to act on"),
+        ("sdpa_backend", "resnet50 has no sdpa work for it to act on"),
         ("threads", "only on CPU"),
     )
-    # 3 precisions x 2 x 2 x 2 x 2 x 4 find modes x 3 layout/NHWC combinations x 2 x 3 x 2
-    assert space.size() == 3456
+    # 3 precisions x 2 x (compile off, or on with 2 modes: 3) x 3 optimizers x 2 x 2
+    # x 4 find modes x 3 layout/NHWC combinations x 2 x 3 x 2 x 2
+    assert space.size() == 31104
     assert space.baseline_params() == {
         "precision": "fp32", "channels_last": "off", "compile": "off",
-        "cudnn_benchmark": "default", "miopen_immediate": "default",
-        "miopen_find_mode": "default", "tunableop": "off", "blas_prefer_hipblaslt": "default",
-        "hip_force_dev_kernarg": "default"}
+        "optimizer_impl": "default", "cudnn_benchmark": "default",
+        "miopen_immediate": "default", "miopen_find_mode": "default", "tunableop": "off",
+        "blas_prefer_hipblaslt": "default", "hip_force_dev_kernarg": "default",
+        "hsa_no_scratch_reclaim": "default"}
 
 
 def test_gpt2_on_rocm_7_2_gets_attention_and_allocator_knobs_but_no_convolution_ones() -> None:
     space = plan_space(RX7900, BenchSpec(model="gpt2", precision="bf16"), {}, space="full")
     assert [pk.name for pk in space.knobs] == [
-        "precision", "compile", "tunableop",
-        "blas_prefer_hipblaslt", "hip_force_dev_kernarg", "gpu_max_hw_queues",
-        "hsa_enable_sdma", "aotriton_experimental", "alloc"]
+        "precision", "compile", "compile_mode", "optimizer_impl", "sdpa_backend",
+        "rocm_fa_library", "tunableop", "blas_prefer_hipblaslt", "hip_force_dev_kernarg",
+        "gpu_max_hw_queues", "hsa_no_scratch_reclaim", "hsa_enable_sdma",
+        "aotriton_experimental", "alloc"]
+    # --space full adds the max-autotune modes (minutes of compile)
+    assert _knob(space, "compile_mode").labels == (
+        "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+    assert _knob(space, "sdpa_backend").labels == ("default", "flash", "efficient", "math")
     assert _knob(space, "precision").baseline == "bf16"
     assert _knob(space, "alloc").labels == ("default", "expandable_segments")
     assert dict(space.skipped) == {
-        "batch_size": "give --batch-sizes to search it",
+        "batch_size": "no batch size but yours (64) to try here",
         "channels_last": "gpt2 has no conv work for it to act on",
         "cudnn_benchmark": "gpt2 has no conv work for it to act on",
         "miopen_find_enforce": "gpt2 has no conv work for it to act on",
@@ -105,6 +118,7 @@ def test_user_environment_shapes_the_choices() -> None:
         ("blas_prefer_hipblaslt", ("default", "1", "0"), "default"),
         ("hip_force_dev_kernarg", ("default", "1"), "default"),
         ("gpu_max_hw_queues", ("default", "2"), "default"),
+        ("hsa_no_scratch_reclaim", ("default", "1"), "default"),
         ("hsa_enable_sdma", ("default", "0"), "default"),
     ]
     assert dict(space.skipped) == {
@@ -130,6 +144,8 @@ def test_cpu_space_and_precisions_per_cuda_generation() -> None:
     assert _knobs(space) == [
         ("channels_last", ("off", "on"), "off"),
         ("compile", ("off", "on"), "off"),
+        # on the CPU torch.optim's default is the for-loop
+        ("optimizer_impl", ("default", "foreach", "fused"), "default"),
         ("batch_size", ("32", "64", "128"), "64"),
         ("threads", ("default", "4", "2", "1"), "default"),
     ]
@@ -192,7 +208,7 @@ def test_allocator_variable_follows_the_user_then_the_torch_version() -> None:
     assert kb.alloc_var(RX7900, {"PYTORCH_HIP_ALLOC_CONF": "x:1"}) == "PYTORCH_HIP_ALLOC_CONF"
     assert kb.merge_alloc("expandable_segments:False, roundup_power2_divisions:4",
                           "expandable_segments:True") == \
-        " roundup_power2_divisions:4,expandable_segments:True"
+        "roundup_power2_divisions:4,expandable_segments:True"  # torch's tokenizer drops spaces
     assert kb.merge_alloc("", "expandable_segments:True") == "expandable_segments:True"
 
 
@@ -211,7 +227,7 @@ def test_environment_warnings_name_debug_variables() -> None:
     assert kb.environment_warnings({"AMD_SERIALIZE_KERNEL": "3", "MIOPEN_LOG_LEVEL": "4"}) == [
         "your environment sets AMD_SERIALIZE_KERNEL=3, which serializes every kernel launch; "
         "every trial inherits it, so all numbers are slower than they need be "
-        "(https://github.com/ROCm/clr/blob/develop/rocclr/utils/flags.hpp)"]
+        "(https://github.com/ROCm/rocm-systems/blob/develop/projects/clr/rocclr/utils/flags.hpp)"]
 
 
 def test_every_knob_has_a_source_and_a_default_first() -> None:
@@ -230,3 +246,36 @@ def test_version_parsing_never_raises(text: str) -> None:
     version = kb.release(text)
     assert version is None or str(version)[0].isdigit()
     assert kb.at_least(text, "2.9") in (True, False)
+
+
+def test_the_allocator_variable_is_the_one_this_torch_reads() -> None:
+    """torch >= 2.10 reads PYTORCH_CUDA_ALLOC_CONF before PYTORCH_ALLOC_CONF (kb/allocator.py
+    PRECEDENCE): with both set, a trial must patch the CUDA one, or its option is ignored."""
+    new = kb.Platform(kind="rocm", torch="2.13.0+rocm7.1", hip="7.1.25424")
+    both = {"PYTORCH_ALLOC_CONF": "garbage_collection_threshold:0.6",
+            "PYTORCH_CUDA_ALLOC_CONF": "max_split_size_mb:256"}
+    assert kb.alloc_var(new, both) == "PYTORCH_CUDA_ALLOC_CONF"
+    # An empty variable still shadows the later ones (torch reads "set", not "non-empty").
+    assert kb.alloc_var(new, {"PYTORCH_CUDA_ALLOC_CONF": "", "PYTORCH_ALLOC_CONF": "x:1"}) == \
+        "PYTORCH_CUDA_ALLOC_CONF"
+    # torch 2.8 and 2.9 read PYTORCH_ALLOC_CONF first.
+    mid = kb.Platform(kind="cuda", torch="2.9.1+cu128", cuda="12.8")
+    assert kb.alloc_var(mid, both) == "PYTORCH_ALLOC_CONF"
+    # Before 2.8 a CUDA build reads only PYTORCH_CUDA_ALLOC_CONF.
+    old = kb.Platform(kind="cuda", torch="2.5.1+cu124", cuda="12.4")
+    assert kb.alloc_var(old, {"PYTORCH_ALLOC_CONF": "x:1"}) == "PYTORCH_CUDA_ALLOC_CONF"
+    # Nothing set: the variable this torch reads reliably (pytorch#183387).
+    assert kb.alloc_var(new, {}) == "PYTORCH_ALLOC_CONF"
+
+
+def test_merging_an_allocator_option_keeps_bracketed_lists_whole() -> None:
+    current = "roundup_power2_divisions:[256:1,512:2],max_split_size_mb:128"
+    assert kb.merge_alloc(current, "expandable_segments:True") == (
+        "roundup_power2_divisions:[256:1,512:2],max_split_size_mb:128,expandable_segments:True")
+    assert kb.merge_alloc(current, "max_split_size_mb:512") == (
+        "roundup_power2_divisions:[256:1,512:2],max_split_size_mb:512")
+    # Replacing the bracketed option itself: a comma split left "512:2]" behind.
+    assert kb.merge_alloc(current, "roundup_power2_divisions:4") == (
+        "max_split_size_mb:128,roundup_power2_divisions:4")
+    assert kb.merge_alloc(" max_split_size_mb : 64 ,", "max_split_size_mb:512") == (
+        "max_split_size_mb:512")

@@ -204,7 +204,7 @@ def test_ctrl_c_waits_for_every_thread_to_record_its_trial(
     was recording stayed RUNNING."""
     import threading
 
-    from rocmdoctor.tuners import search as se
+    from rocmdoctor.tuners import study as sd
 
     tuner = _tuner(gpus, {}, _platform())
     recorded: list[int | None] = []
@@ -218,7 +218,7 @@ def test_ctrl_c_waits_for_every_thread_to_record_its_trial(
     tuner._search_on = search_on  # type: ignore[method-assign]
     tuner.study = type("S", (), {"_pop_waiting_trial_id": lambda self: None})()
     released: list[str] = []
-    monkeypatch.setattr(se, "release", lambda study, owner: released.append(owner))
+    monkeypatch.setattr(sd, "release", lambda study, owner: released.append(owner))
     threading.Timer(0.6, os.kill, (os.getpid(), signal.SIGINT)).start()
     with pytest.raises(KeyboardInterrupt):
         tuner._search()

@@ -10,29 +10,30 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
-from rocmdoctor.tuners import search as se
+from rocmdoctor.tuners import space as sp
+from rocmdoctor.tuners import study as sd
 from rocmdoctor.tuners.bench.spec import BenchSpec
 from rocmdoctor.tuners.knobs import Platform
-from rocmdoctor.tuners.tune import trial_dict
+from rocmdoctor.tuners.result import trial_dict
 
 CPU = Platform(kind="cpu", torch="2.13.0+cpu", device="cpu", cpu_count=4, torch_threads=4)
 SPEC = BenchSpec(model="tinycnn", device="cpu")
 
 
-def _space(names: str = "channels_last,threads") -> se.SearchSpace:
-    return se.plan_space(CPU, SPEC, {}, space=names)
+def _space(names: str = "channels_last,threads") -> sp.SearchSpace:
+    return sp.plan_space(CPU, SPEC, {}, space=names)
 
 
-def _study(tmp_path: Path, space: se.SearchSpace, name: str = "s") -> optuna.Study:
+def _study(tmp_path: Path, space: sp.SearchSpace, name: str = "s") -> optuna.Study:
     storage = f"sqlite:///{tmp_path / 'study.db'}"
-    return se.open_study(name, storage, space, SPEC.to_dict(),
-                         se.make_sampler(space, None, seed=0))
+    return sd.open_study(name, storage, space, SPEC.to_dict(),
+                         sd.make_sampler(space, None, seed=0))
 
 
-def _finish(study: optuna.Study, space: se.SearchSpace, state: str,
+def _finish(study: optuna.Study, space: sp.SearchSpace, state: str,
             value: float = 1.0) -> optuna.Trial:
     trial = study.ask()
-    params = se.suggest(trial, space)
+    params = sp.suggest(trial, space)
     trial.set_user_attr("state", state)
     if state == "ok":
         study.tell(trial, value)
@@ -49,13 +50,13 @@ def test_new_study_measures_the_baseline_first(tmp_path: Path) -> None:
     study = _study(tmp_path, space)
     trial = study.ask()
     assert trial.user_attrs == {"baseline": True}
-    assert se.suggest(trial, space) == {"channels_last": "off", "threads": "default"}
+    assert sp.suggest(trial, space) == {"channels_last": "off", "threads": "default"}
     assert space.size() == 6  # 2 layouts x 3 thread counts (yours: 4, then 2 and 1)
 
 
 def test_a_study_for_another_space_is_refused(tmp_path: Path) -> None:
     _study(tmp_path, _space())
-    with pytest.raises(se.StudyMismatch, match="made for another workload or search space"):
+    with pytest.raises(sd.StudyMismatch, match="made for another workload or search space"):
         _study(tmp_path, _space("channels_last"))
 
 
@@ -64,22 +65,22 @@ def test_recover_requeues_an_interrupted_trial_once(tmp_path: Path) -> None:
     study = _study(tmp_path, space)
     _finish(study, space, "ok", 100.0)  # the baseline
     running = study.ask()  # a tune killed while this trial ran leaves it RUNNING
-    params = se.suggest(running, space)
+    params = sp.suggest(running, space)
     reopened = _study(tmp_path, space)
-    assert se.recover(reopened) == [running.number]
+    assert sd.recover(reopened) == [running.number]
     frozen = reopened.trials[running.number]
     assert frozen.state == TrialState.FAIL
     assert frozen.user_attrs["state"] == "interrupted"
-    assert se.recover(reopened) == []  # queued once, not twice
+    assert sd.recover(reopened) == []  # queued once, not twice
     retry = reopened.ask()
     assert retry.user_attrs == {"retry_of": running.number}
-    assert se.suggest(retry, space) == params
+    assert sp.suggest(retry, space) == params
     reopened.tell(retry, 90.0)
     # A failure that recorded no outcome (Ctrl-C between two statements) counts the same.
     lost = reopened.ask()
-    se.suggest(lost, space)
+    sp.suggest(lost, space)
     reopened.tell(lost, state=TrialState.FAIL)
-    assert se.recover(reopened) == [lost.number]
+    assert sd.recover(reopened) == [lost.number]
 
 
 def test_done_keys_count_finished_trials_only(tmp_path: Path) -> None:
@@ -90,63 +91,65 @@ def test_done_keys_count_finished_trials_only(tmp_path: Path) -> None:
     _finish(study, space, "interrupted")
     _finish(study, space, "duplicate")
     finished = [t for t in study.trials if t.user_attrs["state"] in ("ok", "crashed")]
-    assert se.done_keys([trial_dict(t) for t in study.trials]) == {
-        se.params_key(t.params) for t in finished}
+    assert sd.done_keys([trial_dict(t) for t in study.trials]) == {
+        sd.params_key(t.params) for t in finished}
 
 
 def test_small_spaces_are_searched_exhaustively_large_ones_with_tpe() -> None:
-    small = se.make_sampler(_space(), max_trials=None, seed=0)
+    small = sd.make_sampler(_space(), max_trials=None, seed=0)
     assert isinstance(small, optuna.samplers.BruteForceSampler)
-    big = se.plan_space(Platform(kind="rocm", torch="2.13.0+rocm7.2", hip="7.2.53211"),
+    big = sp.plan_space(Platform(kind="rocm", torch="2.13.0+rocm7.2", hip="7.2.53211"),
                         BenchSpec(), {}, space="full")
     assert big.size() > 1000
-    assert isinstance(se.make_sampler(big, max_trials=40, seed=0), optuna.samplers.TPESampler)
+    assert isinstance(sd.make_sampler(big, max_trials=40, seed=0), optuna.samplers.TPESampler)
 
 
 def test_study_name_is_stable_and_follows_the_space() -> None:
-    one = se.study_name(SPEC, _space(), CPU, keep_precision=False)
-    assert one == se.study_name(SPEC, _space(), CPU, keep_precision=False)
+    one = sd.study_name(SPEC, _space(), CPU, keep_precision=False)
+    assert one == sd.study_name(SPEC, _space(), CPU, keep_precision=False)
     assert one.startswith("tinycnn-") and len(one) == len("tinycnn-") + 10
-    assert one != se.study_name(SPEC, _space("channels_last"), CPU, keep_precision=False)
-    assert se.study_name(BenchSpec(model="my.pkg:make model"), _space(), CPU, False) \
+    assert one != sd.study_name(SPEC, _space("channels_last"), CPU, keep_precision=False)
+    assert sd.study_name(BenchSpec(model="my.pkg:make model"), _space(), CPU, False) \
         .startswith("my.pkg-make-model-")
 
 
 def test_cache_dir_respects_xdg() -> None:
-    assert se.cache_dir({"XDG_CACHE_HOME": "/x"}) == "/x/rocmdoctor/tune"
-    assert se.cache_dir({"HOME": "/home/u"}) == "/home/u/.cache/rocmdoctor/tune"
-    assert se.default_storage({"HOME": "/home/u"}, "s") == \
+    assert sd.cache_dir({"XDG_CACHE_HOME": "/x"}) == "/x/rocmdoctor/tune"
+    assert sd.cache_dir({"HOME": "/home/u"}) == "/home/u/.cache/rocmdoctor/tune"
+    assert sd.default_storage({"HOME": "/home/u"}, "s") == \
         "sqlite:////home/u/.cache/rocmdoctor/tune/s.db"
 
 
 def test_window_pruner_stops_only_clearly_slower_trials() -> None:
     reported: list[tuple[float, int]] = []
-    pruner = se.WindowPruner(100.0, report=lambda v, i: reported.append((v, i)))
+    pruner = sd.WindowPruner(100.0, report=lambda v, i: reported.append((v, i)))
     assert [pruner(i, v) for i, v in enumerate([30.0, 40.0, 45.0])] == [True, True, False]
     assert reported == [(30.0, 0), (40.0, 1), (45.0, 2)]
-    steady = se.WindowPruner(100.0)
+    steady = sd.WindowPruner(100.0)
     assert [steady(i, v) for i, v in enumerate([30.0, 55.0, 40.0, 20.0])] == [True] * 4
-    assert se.WindowPruner(None)(5, 1.0) is True  # nothing to compare with yet
+    assert sd.WindowPruner(None)(5, 1.0) is True  # nothing to compare with yet
 
 
-def test_seeds_put_every_fast_choice_together_per_half_precision() -> None:
+def test_seeds_put_every_fast_choice_together_half_precisions_first() -> None:
     h200 = Platform(kind="cuda", torch="2.11.0+cu130", cuda="13.0", device="NVIDIA H200",
                     arch="sm_90", cpu_count=16, device_count=1)
-    space = se.plan_space(h200, BenchSpec(model="resnet50", device="cuda"), {},
+    space = sp.plan_space(h200, BenchSpec(model="resnet50", device="cuda"), {},
                           batch_sizes=(128, 256))
-    fast = {"channels_last": "on", "compile": "on", "batch_size": "256",
-            "cudnn_benchmark": "default", "alloc": "default"}
-    assert se.seed_params(space) == [{"precision": "fp32", **fast},
-                                     {"precision": "bf16", **fast},
-                                     {"precision": "fp16", **fast}]
+    fast = {"channels_last": "on", "compile": "on", "compile_mode": "reduce-overhead",
+            "optimizer_impl": "fused", "batch_size": "256", "cudnn_benchmark": "default",
+            "alloc": "default"}
+    # in the order of their expected gain: bf16, fp16, then your precision
+    assert sp.seed_params(space) == [{"precision": "bf16", **fast},
+                                     {"precision": "fp16", **fast},
+                                     {"precision": "fp32", **fast}]
     # a space with no knob that has a fast choice seeds nothing
-    assert se.seed_params(_space("threads")) == []
+    assert sp.seed_params(_space("threads")) == []
 
 
 def test_a_new_study_queues_the_seeds_after_the_baseline(tmp_path: Path) -> None:
     space = _space("channels_last")
-    study = se.open_study("s", f"sqlite:///{tmp_path}/s.db", space, {"model": "tinycnn"},
-                          se.make_sampler(space, None, 0))
+    study = sd.open_study("s", f"sqlite:///{tmp_path}/s.db", space, {"model": "tinycnn"},
+                          sd.make_sampler(space, None, 0))
     waiting = [(t.system_attrs["fixed_params"], t.user_attrs)
                for t in study.get_trials(deepcopy=False)]
     assert waiting == [({"channels_last": "off"}, {"baseline": True}),
@@ -165,27 +168,27 @@ def test_recover_leaves_trials_that_another_live_tune_runs(tmp_path: Path) -> No
     _finish(study, space, "ok", 100.0)
     dead = subprocess.Popen(["true"])
     dead.wait()
-    owners = {"elsewhere": se.owner_id("node-b", 4242),
-              "live here": se.owner_id("node-a", os.getppid()),
-              "dead here": se.owner_id("node-a", dead.pid)}
+    owners = {"elsewhere": sd.owner_id("node-b", 4242),
+              "live here": sd.owner_id("node-a", os.getppid()),
+              "dead here": sd.owner_id("node-a", dead.pid)}
     numbers = {}
     import time
 
     now = time.time()
     for what, owner in owners.items():
         trial = study.ask()
-        se.suggest(trial, space)
+        sp.suggest(trial, space)
         trial.set_user_attr("owner", owner)
         trial.set_user_attr("started_at", now)
         trial.set_user_attr("deadline_at", now + 100)
         numbers[what] = trial.number
     reopened = _study(tmp_path, space)
-    assert se.recover(reopened, "node-a") == [numbers["dead here"]]
+    assert sd.recover(reopened, "node-a") == [numbers["dead here"]]
     states = {what: reopened.trials[n].state for what, n in numbers.items()}
     assert states == {"elsewhere": TrialState.RUNNING, "live here": TrialState.RUNNING,
                       "dead here": TrialState.FAIL}
     # long after it started, another machine's trial counts as abandoned
-    from rocmdoctor.tuners.search import _abandoned
+    from rocmdoctor.tuners.study import _abandoned
 
     frozen = reopened.trials[numbers["elsewhere"]]
     assert not _abandoned(frozen, "node-a", now + 60)
@@ -203,7 +206,7 @@ def test_recover_gives_a_cut_off_baseline_its_parameters_back(tmp_path: Path) ->
     assert cut.user_attrs == {"baseline": True}
     reopened = _study(tmp_path, space)
     baseline = space.baseline_params()
-    assert se.recover(reopened, "node-a", baseline) == [cut.number]
+    assert sd.recover(reopened, "node-a", baseline) == [cut.number]
     (retry,) = [t for t in reopened.get_trials(states=(TrialState.WAITING,))
                 if t.user_attrs.get("retry_of") == cut.number]
     assert retry.user_attrs == {"retry_of": cut.number, "baseline": True}
@@ -215,7 +218,7 @@ def test_a_trial_not_run_for_the_limit_is_not_requeued(tmp_path: Path) -> None:
     study = _study(tmp_path, space)
     _finish(study, space, "ok", 100.0)
     skipped = study.ask()
-    se.suggest(skipped, space)
+    sp.suggest(skipped, space)
     skipped.set_user_attr("state", "not-run")
     study.tell(skipped, state=TrialState.FAIL)
-    assert se.recover(_study(tmp_path, space), "node-a") == []
+    assert sd.recover(_study(tmp_path, space), "node-a") == []

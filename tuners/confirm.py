@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 MIN_GAIN = 0.01  # a winner must be at least 1 % faster (perf-anchors: declare wins > 1 %)
-CONFIDENCE = 0.95
 # Two-sided 95 % Student t quantiles t(0.975, df), df = 1..30: NIST/SEMATECH e-Handbook of
 # Statistical Methods, table 1.3.6.7.2, https://www.itl.nist.gov/div898/handbook/eda/section3/eda3672.htm
 T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,

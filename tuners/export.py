@@ -1,4 +1,4 @@
-"""Renderers of a tune result (schema rocmdoctor.tune/1): how to apply the winner, the
+"""Renderers of a tune result (schema rocmdoctor.tune/1, rocmdoctor.tuners.result): the
 `--export` file that `source` applies, the `--output` JSON and the terminal summary.
 
 All are pure functions of the result dict, like `rocmdoctor check`'s renderers.
@@ -13,70 +13,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
-from rocmdoctor.tuners.bench.spec import BenchSpec
-
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-NOT_EXPORTED = ("ROCMDOCTOR_TEST_FAULT",)
-
-# Code-level knobs: the lines a training script needs ({device} is "cuda" on ROCm too: the
-# HIP build reuses the torch.cuda interfaces, https://docs.pytorch.org/docs/stable/notes/hip.html).
-CODE_LINES: dict[tuple[str, str], tuple[str, ...]] = {
-    ("precision", "bf16"): ("with torch.autocast('{device}', dtype=torch.bfloat16):"
-                           "  # around forward + loss",),
-    ("precision", "fp16"): ("scaler = torch.amp.GradScaler('{device}')",
-                           "with torch.autocast('{device}', dtype=torch.float16):"
-                           "  # around forward + loss",
-                           "scaler.scale(loss).backward(); scaler.step(optimizer); "
-                           "scaler.update()"),
-    ("precision", "tf32"): ("torch.backends.cuda.matmul.allow_tf32 = True",
-                           "torch.backends.cudnn.allow_tf32 = True"),
-    ("precision", "fp32"): ("# no autocast; PyTorch's default TF32 settings",),
-    ("precision", "fp32-strict"): ("# no autocast, and TF32 off:",
-                                  "torch.backends.cuda.matmul.allow_tf32 = False",
-                                  "torch.backends.cudnn.allow_tf32 = False"),
-    ("channels_last", "on"): ("model = model.to(memory_format=torch.channels_last)",
-                              "images = images.to(memory_format=torch.channels_last)"
-                              "  # every batch"),
-    ("channels_last", "off"): ("# keep the default (contiguous NCHW) memory format",),
-    ("compile", "on"): ("model = torch.compile(model)",),
-    ("compile", "off"): ("# train without torch.compile",),
-    ("cudnn_benchmark", "on"): ("torch.backends.cudnn.benchmark = True",),
-    ("cudnn_benchmark", "off"): ("torch.backends.cudnn.benchmark = False",),
-    ("miopen_immediate", "on"): ("torch.backends.miopen.immediate = True  # torch >= 2.9",),
-}
-
-
-def how_to_apply(space: Mapping[str, Any], params: Mapping[str, str],
-                 trial_env: Mapping[str, str], platform_kind: str, spec: BenchSpec
-                 ) -> dict[str, Any]:
-    """Environment variables, Python lines and notes that reproduce a trial's settings."""
-    knobs = {k["name"]: k for k in space.get("knobs", [])}
-    env = {k: v for k, v in trial_env.items() if k not in NOT_EXPORTED}
-    python: list[str] = []
-    notes: list[str] = []
-    device = "cpu" if platform_kind == "cpu" else "cuda"
-    for name, label in params.items():
-        knob = knobs.get(name)
-        if knob is None or label == knob["baseline"]:
-            continue
-        if name == "tunableop" and label == "on":
-            env["PYTORCH_TUNABLEOP_ENABLED"] = "1"
-            notes.append("TunableOp replays the tuned GEMMs in PYTORCH_TUNABLEOP_FILENAME; new "
-                         "shapes are tuned on first use")
-        for line in CODE_LINES.get((name, label), ()):
-            python.append(line.format(device=device))
-        if name == "batch_size":
-            notes.append(f"batch size {label} instead of {spec.batch_size}: scale the learning "
-                         "rate with it")
-        if knob.get("changes_numerics"):
-            notes.append(f"{name} {knob['baseline']} -> {label} changes numerics: check that "
-                         "the model still converges")
-    if any(k.startswith("MIOPEN_") and k.endswith(("_PATH", "_DIR")) for k in env):
-        notes.append("MIOPEN_USER_DB_PATH and MIOPEN_CUSTOM_CACHE_DIR point at the databases "
-                     "this trial tuned; they stay valid for this MIOpen version and GPU")
-    return {"env": env, "python": python, "notes": notes}
-
-
 def env_file_text(result: Mapping[str, Any]) -> str:
     """A file `source` applies: export lines, with code-level settings as comments."""
     w = result["workload"]
@@ -143,6 +80,22 @@ def _duration(seconds: float) -> str:
     return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
 
 
+def _stopped_line(result: Mapping[str, Any], queued: int) -> list[str]:
+    """Why the search ended, and what a user can do about it, only where it would run more."""
+    search = result.get("search") or {}
+    reason, why = search.get("stopped"), search.get("why") or ""
+    if not why:
+        return []
+    line = f"the search ended: {why}"
+    them = "it" if queued == 1 else "them"
+    if queued and reason == "budget":
+        line += (f"; {queued} queued configuration{'s' if queued != 1 else ''} not run: the "
+                 f"same command with a longer --budget measures {them}")
+    elif queued and reason == "max-trials":
+        line += f"; {queued} queued, not run: a higher --max-trials measures {them}"
+    return [line]
+
+
 def render_summary(result: Mapping[str, Any], outputs: Sequence[str] = ()) -> str:
     """The end-of-tune report for the terminal (plain text, no colour)."""
     w, p = result["workload"], result["platform"]
@@ -161,9 +114,7 @@ def render_summary(result: Mapping[str, Any], outputs: Sequence[str] = ()) -> st
            f"{p.get('device') or p['kind']} ({versions})",
            f"study {result['study']['name']}: {len(counted)} trials ("
            + ", ".join(f"{n} {s}" for s, n in sorted(states.items())) + f") in "
-           f"{_duration(result['elapsed_s'])}"
-           + (f"; {queued} queued, not run (the budget ran out; the same command measures "
-              f"{'it' if queued == 1 else 'them'} next)" if queued else ""), ""]
+           f"{_duration(result['elapsed_s'])}", *_stopped_line(result, queued), ""]
     base = result.get("baseline")
     unit = (base or {}).get("unit")
     rows = [("", "throughput", "memory", "one-time", "speed-up (95 % interval)")]
@@ -187,6 +138,11 @@ def render_summary(result: Mapping[str, Any], outputs: Sequence[str] = ()) -> st
     for cand in conf["candidates"]:
         out.append(f"  trial {cand['trial']}: {_changes(cand['changes'], knobs)}: "
                    f"{cand['why']}")
+        back = cand.get("payback")
+        if back and back["one_time_s"] > 0:
+            out.append(f"    its {back['one_time_s']:g} s of one-time cost (compile, tuning) "
+                       f"is paid back after {back['steps']:,} steps "
+                       f"({back['minutes']:g} min of training)")
     verdict = result["verdict"]
     out += ["", f"verdict: {verdict['summary']}"]
     same = verdict.get("best_same_precision")
@@ -196,6 +152,17 @@ def render_summary(result: Mapping[str, Any], outputs: Sequence[str] = ()) -> st
                    f"({_pct(same['speedup'])})")
     elif best and not same:
         out.append(f"  no confirmed win keeps {verdict['precision']}")
+    if best and "best_same_batch" in verdict:
+        batch = verdict.get("batch_size")
+        keeps = verdict.get("best_same_batch")
+        if keeps is None:
+            out.append(f"  no confirmed win keeps batch size {batch}")
+        elif keeps["trial"] != best["trial"]:
+            out.append(f"  best at your batch size ({batch}): trial {keeps['trial']} "
+                       f"({_pct(keeps['speedup'])})")
+        if best.get("batch_size", batch) != batch:
+            out.append(f"  trial {best['trial']} trains with batch size {best['batch_size']}: "
+                       "scale the learning rate with the batch (and check convergence)")
     effects = result["effects"][:8]
     if effects:
         out += ["", "knob effects (geometric mean of finished trials with the value vs "

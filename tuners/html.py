@@ -46,6 +46,22 @@ def _nice_max(value: float) -> float:
     return 10 * exp
 
 
+def time_ticks(x_max: float) -> list[tuple[float, str]]:
+    """Tick positions (minutes) and labels for a time axis of x_max minutes: at most six,
+    at a round step, each label distinct ("0:30", "1:00", ... under ten minutes)."""
+    steps = (1 / 12, 1 / 6, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 15.0, 30.0, 60.0, 120.0)
+    step = next((s for s in steps if x_max / s <= 5), steps[-1] * math.ceil(x_max / 600))
+    ticks = []
+    n = 0
+    while n * step <= x_max + 1e-9:
+        minutes = n * step
+        secs = int(round(minutes * 60))
+        label = f"{secs // 60}:{secs % 60:02d}" if x_max < 10 else f"{minutes:g}"
+        ticks.append((minutes, label))
+        n += 1
+    return ticks
+
+
 def _axes(y_max: float, y_label: str, x_label: str, x_max: float) -> list[str]:
     parts = []
     for i in range(5):
@@ -55,10 +71,10 @@ def _axes(y_max: float, y_label: str, x_label: str, x_max: float) -> list[str]:
                      'stroke="#e5e7eb"/>')
         parts.append(f'<text x="{PAD_L - 6}" y="{y + 4:.1f}" text-anchor="end">'
                      f'{value:,.0f}</text>')
-    for i in range(5):
-        x = PAD_L + (W - PAD_L - PAD_R) * i / 4
+    for minutes, label in time_ticks(x_max):
+        x = PAD_L + (W - PAD_L - PAD_R) * minutes / x_max
         parts.append(f'<text x="{x:.1f}" y="{H - PAD_B + 16}" text-anchor="middle">'
-                     f'{x_max * i / 4:.1f}</text>')
+                     f'{_e(label)}</text>')
     parts.append(f'<text x="{(W + PAD_L) / 2:.0f}" y="{H - 6}" text-anchor="middle">'
                  f'{_e(x_label)}</text>')
     parts.append(f'<text x="14" y="{(H - PAD_B) / 2:.0f}" transform="rotate(-90 14 '
@@ -67,15 +83,21 @@ def _axes(y_max: float, y_label: str, x_label: str, x_max: float) -> list[str]:
 
 
 def trials_chart(trials: Sequence[Mapping[str, Any]], baseline: Optional[float],
-                 unit: str) -> str:
-    """Throughput of each trial against minutes since the tune began."""
+                 unit: str, confirm_runs: Sequence[Mapping[str, Any]] = ()) -> str:
+    """Throughput of each trial against the time since the tune began, and the confirmation's
+    re-measurements after them (diamonds: your settings dark, candidates green)."""
     timed = [t for t in trials if t.get("started_at") is not None
              and t["state"] not in ("duplicate", "not-run")]
     if not timed:
         return '<p class="muted">No trial ran.</p>'
     t0 = min(t["started_at"] for t in timed)
-    x_max = max(0.1, max((t["started_at"] - t0) / 60 for t in timed)) * 1.05
+    reruns = [(r, (float(r["at"]) - float(r.get("wall_s") or 0.0) - t0) / 60)
+              for r in confirm_runs if r.get("at") is not None]
+    ends = [(t["started_at"] - t0 + float(t.get("wall_s") or 0.0)) / 60 for t in timed]
+    ends += [(float(r["at"]) - t0) / 60 for r, _ in reruns]
+    x_max = max(0.1, max(ends)) * 1.02
     values = [t["throughput"] for t in timed if t.get("throughput")]
+    values += [r["throughput"] for r, _ in reruns if r.get("throughput")]
     y_max = _nice_max(max(values + ([baseline] if baseline else []) + [1.0]) * 1.08)
 
     def xy(minutes: float, value: float) -> tuple[float, float]:
@@ -85,7 +107,8 @@ def trials_chart(trials: Sequence[Mapping[str, Any]], baseline: Optional[float],
 
     parts = [f'<svg viewBox="0 0 {W} {H}" width="100%" role="img" '
              'aria-label="throughput of each trial over time">']
-    parts += _axes(y_max, f"{unit}/s", "minutes since the tune began", x_max)
+    clock = "minutes:seconds" if x_max < 10 else "minutes"
+    parts += _axes(y_max, f"{unit}/s", f"time since the tune began ({clock})", x_max)
     if baseline:
         _, y = xy(0, baseline)
         parts.append(f'<line x1="{PAD_L}" y1="{y:.1f}" x2="{W - PAD_R}" y2="{y:.1f}" '
@@ -122,6 +145,16 @@ def trials_chart(trials: Sequence[Mapping[str, Any]], baseline: Optional[float],
                          f'stroke="{color}" stroke-width="2"><title>{tip}</title></path>')
             parts.append(f'<text x="{x + 7:.1f}" y="{y - 12:.1f}">{t["number"]} '
                          f'{_e(t["state"])}</text>')
+    base_number = next((t["number"] for t in trials if t.get("baseline")), None)
+    for run, minutes in reruns:
+        who = "your settings" if run["trial"] == base_number else f"trial {run['trial']}"
+        tip = _e(f"confirmation round {run['round'] + 1}, {who}: "
+                 + (f"{run['throughput']:,.1f} {unit}/s" if run.get("throughput")
+                    else str(run.get("state"))))
+        x, y = xy(max(0.0, minutes), run.get("throughput") or 0.0)
+        color = COLORS["baseline"] if run["trial"] == base_number else COLORS["win"]
+        parts.append(f'<path d="M{x:.1f} {y - 5:.1f} l5 5 l-5 5 l-5 -5 z" fill="{color}">'
+                     f'<title>{tip}</title></path>')
     parts.append("</svg>")
     return "".join(parts)
 
@@ -167,6 +200,20 @@ def _fmt(value: Optional[float], pattern: str = "{:,.1f}") -> str:
     return "-" if value is None else pattern.format(value)
 
 
+def _payback_table(cands: Sequence[Mapping[str, Any]]) -> str:
+    """When each candidate's one-time cost (compile, tuning) is paid back by faster steps."""
+    rows = [f"<tr><td class=n>{c['trial']}</td>"
+            f"<td class=n>{c['payback']['one_time_s']:g} s</td>"
+            f"<td class=n>{c['payback']['steps']:,}</td>"
+            f"<td class=n>{c['payback']['minutes']:g} min</td></tr>"
+            for c in cands if c.get("payback")]
+    if not rows:
+        return ""
+    return ("<h2>One-time cost, paid back</h2><table><tr><th>trial</th><th>one-time cost "
+            "beyond yours</th><th>steps to pay it back</th><th>training time</th></tr>"
+            + "".join(rows) + "</table>")
+
+
 def render_html(result: Mapping[str, Any]) -> str:
     w, p, verdict = result["workload"], result["platform"], result["verdict"]
     base = result.get("baseline") or {}
@@ -209,7 +256,9 @@ def render_html(result: Mapping[str, Any]) -> str:
 <div class=sub>{_e(sub)}</div>
 <div class="verdict{' win' if verdict['winner'] else ''}"><b>Verdict:</b>
 {_e(verdict['summary'])}</div>
-<h2>Throughput of each trial</h2>{trials_chart(result['trials'], base.get('throughput'), unit)}
+<h2>Throughput of each trial</h2>{trials_chart(result['trials'], base.get('throughput'), unit,
+                                              result['confirmation'].get('timed_runs', ()))}
+{_payback_table(cands)}
 <h2>Confirmed speed-up over your settings (95 % interval)</h2>
 <p class=sub>Re-measured interleaved over {_e(result['confirmation'].get('rounds', 0))} rounds;
 run-to-run noise {_fmt(noise, '{:.1%}')}.</p>{bar_chart(speed_rows, 1.0, '{:.3f}')}

@@ -2,7 +2,7 @@
 
 Each knob says what it changes, its choices (the first one is "as you have it now"), the
 platforms and versions where it acts, which model operations it touches, and the document that
-justifies it. `rocmdoctor.tuners.search` reads this table; it holds no rule of its own.
+justifies it. `rocmdoctor.tuners.space` reads this table; it holds no rule of its own.
 
 Kinds of knob:
   env        environment variables, read once when the runtime starts (each trial is a fresh
@@ -18,16 +18,18 @@ Verify a knob by hand: run the same benchmark twice, e.g.
 
 from __future__ import annotations
 
-import json
 import re
-import subprocess
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Optional
 
 from packaging.version import InvalidVersion, Version
 
+from rocmdoctor.facts.alloc_conf import tokenize
+from rocmdoctor.facts.torch import TorchInfo, release_of, torch_info_of
+from rocmdoctor.host.probe import run_probe
+from rocmdoctor.kb import allocator as alloc_kb
 from rocmdoctor.kb.debug_vars import DEBUG_VARS, level
 
 ENV = "env"
@@ -65,6 +67,12 @@ TF32 = ("https://docs.pytorch.org/docs/stable/notes/cuda.html"
         "#tensorfloat-32-tf32-on-ampere-and-later-devices")
 TF32_ROCM = "https://github.com/pytorch/pytorch/blob/main/torch/cuda/__init__.py"
 COMPILE = "https://docs.pytorch.org/docs/stable/generated/torch.compile.html"
+OPTIM_IMPL = "https://docs.pytorch.org/docs/stable/optim.html#algorithms"
+SDPA_KERNEL = ("https://docs.pytorch.org/docs/stable/generated/"
+               "torch.nn.attention.sdpa_kernel.html")
+ROCM_FA_LIBRARY = ("https://docs.pytorch.org/docs/stable/backends.html"
+                   "#torch.backends.cuda.preferred_rocm_fa_library")
+ROCR_ENV = "https://rocm.docs.amd.com/en/latest/reference/env-variables.html"
 BATCH = ("https://nvlabs.github.io/eccv2020-mixed-precision-tutorial/files/"
          "szymon_migacz-pytorch-performance-tuning-guide.pdf")
 HSA_OVERRIDE = ("https://github.com/ROCm/ROCT-Thunk-Interface/blob/master/src/topology.c")
@@ -125,9 +133,40 @@ KNOBS: tuple[Knob, ...] = (
          PLATFORMS, ("default", "full"), COMPILE,
          "compiles the training step with TorchInductor; long first step", one_time_cost=True,
          fast="on"),
+    # reduce-overhead replays the step as CUDA (HIP) graphs; the max-autotune modes benchmark
+    # kernel choices at compile time (minutes), so they are searched only in --space full.
+    Knob("compile_mode", "torch.compile mode", SETTING,
+         ((DEFAULT, None), ("reduce-overhead", "reduce-overhead")), ("rocm", "cuda"),
+         ("default",), COMPILE,
+         "reduce-overhead: CUDA/HIP graphs replay each step, less launch overhead, more memory",
+         requires=(("compile", "on"),), one_time_cost=True, fast="reduce-overhead"),
+    Knob("compile_mode", "torch.compile mode", SETTING,
+         ((DEFAULT, None), ("reduce-overhead", "reduce-overhead"),
+          ("max-autotune", "max-autotune"),
+          ("max-autotune-no-cudagraphs", "max-autotune-no-cudagraphs")), ("rocm", "cuda"),
+         ("full",), COMPILE,
+         "reduce-overhead (graphs); max-autotune modes benchmark kernels while compiling "
+         "(minutes of one-time cost)",
+         requires=(("compile", "on"),), one_time_cost=True, fast="reduce-overhead"),
+    Knob("optimizer_impl", "optimizer implementation (foreach / fused)", SETTING,
+         ((DEFAULT, None), ("for-loop", "for-loop"), ("foreach", "foreach"),
+          ("fused", "fused")), PLATFORMS, ("default", "full"), OPTIM_IMPL,
+         "one kernel per parameter (for-loop), batched over parameters (foreach), or one fused "
+         "kernel for the whole update (fused)", fast="fused"),
+    Knob("sdpa_backend", "scaled_dot_product_attention kernel", SETTING,
+         ((DEFAULT, None), ("flash", "flash"), ("efficient", "efficient"), ("math", "math")),
+         ("rocm", "cuda"), ("default", "full"), SDPA_KERNEL,
+         "restricts attention to one kernel (torch.nn.attention.sdpa_kernel); by default "
+         "torch picks per call", uses=("sdpa",), min_versions=(("rocm", "2.3", None),
+                                                               ("cuda", "2.3", None))),
+    Knob("rocm_fa_library", "flash-attention library on ROCm", SETTING,
+         ((DEFAULT, None), ("aotriton", "aotriton"), ("ck", "ck")), ("rocm",),
+         ("default", "full"), ROCM_FA_LIBRARY,
+         "which library serves flash attention on ROCm: AOTriton or Composable Kernel",
+         uses=("sdpa",)),
     Knob("batch_size", "batch size", SPEC, (), PLATFORMS, ("default", "full"), BATCH,
-         "samples per step (only with --batch-sizes); a new batch may need a new learning rate",
-         fast="max"),
+         "samples per step, from yours up to the largest that fits; a new batch size needs a "
+         "new learning rate (scale it with the batch)", fast="max"),
     Knob("threads", "CPU threads (OMP_NUM_THREADS)", ENV, (), ("cpu",), SPACES, CPU_THREADS,
          "intra-op threads; PyTorch reads OMP_NUM_THREADS at start"),
     Knob("cudnn_benchmark", "torch.backends.cudnn.benchmark", SETTING,
@@ -170,6 +209,10 @@ KNOBS: tuple[Knob, ...] = (
     Knob("gpu_max_hw_queues", "GPU_MAX_HW_QUEUES", ENV,
          _env_choices("GPU_MAX_HW_QUEUES", "2"), ("rocm",), ("env", "full"), ROCM_WORKLOAD,
          "hardware queues the HIP runtime uses per device (default 4)"),
+    Knob("hsa_no_scratch_reclaim", "HSA_NO_SCRATCH_RECLAIM", ENV,
+         _env_choices("HSA_NO_SCRATCH_RECLAIM", "1"), ("rocm",), SPACES, ROCR_ENV,
+         "1 keeps scratch memory assigned to its queue instead of reclaiming it between "
+         "dispatches"),
     Knob("hsa_enable_sdma", "HSA_ENABLE_SDMA", ENV, _env_choices("HSA_ENABLE_SDMA", "0"),
          ("rocm",), ("env", "full"), ROCR_FLAGS,
          "0 copies with shader blit kernels instead of the SDMA engines"),
@@ -223,6 +266,11 @@ SETTING_DEFAULTS: tuple[tuple[str, str, Optional[str], Optional[str], Any], ...]
     ("cudnn_benchmark", "rocm", "2.7", None, False),
     ("cudnn_benchmark", "cuda", None, None, False),
     ("miopen_immediate", "rocm", None, None, False),
+    # torch.optim picks foreach when every parameter is on a device with foreach kernels (the
+    # GPUs), the for-loop otherwise: torch/optim/optimizer.py _default_to_fused_or_foreach.
+    ("optimizer_impl", "rocm", None, None, "foreach"),
+    ("optimizer_impl", "cuda", None, None, "foreach"),
+    ("optimizer_impl", "cpu", None, None, "for-loop"),
 )
 
 # Never searched: debugging switches that serialise or slow work, and compatibility hacks.
@@ -318,20 +366,38 @@ def knob_names() -> tuple[str, ...]:
 
 
 def alloc_var(platform: Platform, env: Mapping[str, str]) -> str:
-    """The allocator variable a trial should set: the one the user already uses, else the one
-    this torch reads reliably (PYTORCH_ALLOC_CONF from 2.11: pytorch#183387)."""
-    for var in ("PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_HIP_ALLOC_CONF"):
-        if env.get(var):
+    """The allocator variable a trial should set: the one this torch reads among those the
+    user set (the first set in its precedence order, kb/allocator.py PRECEDENCE; an empty one
+    counts), else the one this torch reads reliably (PYTORCH_ALLOC_CONF from 2.11:
+    pytorch#183387)."""
+    rule = alloc_kb.precedence_for(release_of(platform.torch))
+    order = rule.order if platform.kind == "rocm" else rule.order_cuda
+    for var in order:
+        if var in env:
             return var
-    return "PYTORCH_ALLOC_CONF" if at_least(platform.torch, "2.11") else \
-        "PYTORCH_CUDA_ALLOC_CONF"
+    if at_least(platform.torch, "2.11"):
+        return alloc_kb.ALLOC_CONF
+    return alloc_kb.CUDA_ALLOC_CONF
+
+
+def _alloc_options(text: str) -> list[list[str]]:
+    """The top-level options of an allocator configuration, each as its tokens (torch's own
+    tokenizer: a bracketed list is one value)."""
+    options: list[list[str]] = [[]]
+    depth = 0
+    for token in tokenize(text):
+        depth += {"[": 1, "]": -1}.get(token, 0)
+        if token == "," and depth <= 0:
+            options.append([])
+        else:
+            options[-1].append(token)
+    return [o for o in options if o]
 
 
 def merge_alloc(current: str, option: str) -> str:
     """`current` with one "key:value" option set (replacing that key if present)."""
-    key = option.split(":", 1)[0]
-    kept = [part for part in current.split(",")
-            if part.strip() and part.split(":", 1)[0].strip() != key]
+    key = _alloc_options(option)[0][0]
+    kept = ["".join(o) for o in _alloc_options(current) if o[0] != key]
     return ",".join(kept + [option])
 
 
@@ -351,47 +417,35 @@ class ProbeError(Exception):
     """The platform probe failed: one line for the user."""
 
 
-PROBE_SCRIPT = r"""
-import json, os, sys
-out = {"cpu_count": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-       else (os.cpu_count() or 1)}
-try:
-    import torch
-except Exception as exc:
-    out["error"] = "cannot import torch: %s: %s" % (type(exc).__name__, exc)
-else:
-    out.update(torch=torch.__version__, hip=torch.version.hip, cuda=torch.version.cuda,
-               torch_threads=torch.get_num_threads(), kind="cpu", device="cpu")
-    if sys.argv[1] != "cpu" and torch.cuda.is_available():
-        out["device_count"] = torch.cuda.device_count()
-        p = torch.cuda.get_device_properties(torch.cuda.current_device())
-        rocm = bool(torch.version.hip)
-        out.update(kind="rocm" if rocm else "cuda", device=p.name,
-                   arch=(getattr(p, "gcnArchName", "") or "").split(":")[0] if rocm
-                   else "sm_%d%d" % (p.major, p.minor))
-    elif sys.argv[1] == "cuda":
-        out["error"] = "--device cuda, but torch %s sees no GPU" % torch.__version__
-print(json.dumps(out))
-"""
+def platform_of(torch: TorchInfo, device: str) -> Platform:
+    """The Platform a tune runs on, from the probe's TorchInfo; ProbeError when torch cannot
+    run there."""
+    if not torch.imported:
+        error = torch.error or "unknown error"
+        if torch.could_not_run or torch.crashed or torch.failed_stage not in (None, "import"):
+            raise ProbeError(error)  # the interpreter, not torch: its own words
+        raise ProbeError(f"cannot import torch: {error}")
+    base = Platform(kind="cpu", torch=torch.version, hip=torch.hip, cuda=torch.cuda,
+                    device="cpu", cpu_count=torch.cpu_count or 1,
+                    torch_threads=torch.num_threads)
+    if device != "cpu" and torch.available and torch.devices:
+        first = torch.devices[0]
+        rocm = bool(torch.hip)
+        arch = (first.arch or "").split(":")[0] or None
+        return replace(base, kind="rocm" if rocm else "cuda", device=first.name, arch=arch,
+                       device_count=torch.device_count)
+    if device == "cuda":
+        raise ProbeError(f"--device cuda, but torch {torch.version} sees no GPU")
+    return base
 
 
 def probe_platform(device: str, python: Optional[str], env: Mapping[str, str],
                    timeout_s: float = 180.0) -> Platform:
-    """Platform and versions, from a child process of the Python that will train."""
-    argv = [python or sys.executable, "-c", PROBE_SCRIPT, device]
-    try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s,
-                              env=dict(env), check=False)
-    except subprocess.TimeoutExpired:
-        raise ProbeError(f"the platform probe ({argv[0]}) did not finish in {timeout_s:g} s; "
-                        "`rocmdoctor check` says why torch hangs") from None
-    except OSError as exc:
-        raise ProbeError(f"cannot run {argv[0]}: {exc.strerror or exc}") from None
-    try:
-        data = json.loads(done.stdout.strip().splitlines()[-1])
-    except (ValueError, IndexError):
-        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        raise ProbeError(f"the platform probe failed: {last}") from None
-    if data.get("error"):
-        raise ProbeError(str(data["error"]))
-    return Platform.from_dict(data)
+    """Platform and versions, from the torch probe (rocmdoctor.host.probe) run in the Python
+    that will train, with the tune's environment."""
+    data = run_probe(python, timeout_s, env=env, smoke=False)
+    torch = torch_info_of(data)
+    if torch.timed_out:
+        raise ProbeError(f"the platform probe ({python or sys.executable}) did not finish in "
+                         f"{timeout_s:g} s; `rocmdoctor check` says why torch hangs")
+    return platform_of(torch, device)

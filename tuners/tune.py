@@ -29,17 +29,38 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from rocmdoctor import __version__
+from rocmdoctor.tuners import batch
 from rocmdoctor.tuners import confirm as cf
-from rocmdoctor.tuners import search as se
+from rocmdoctor.tuners import space as sp
+from rocmdoctor.tuners import study as sd
 from rocmdoctor.tuners.bench.child import TrialOutcome, run_bench_child
 from rocmdoctor.tuners.bench.spec import BenchSpec
 from rocmdoctor.tuners.knobs import Platform, ProbeError, environment_warnings, probe_platform
+from rocmdoctor.tuners.result import (
+    SCHEMA,
+    changes_text,
+    how_to_apply,
+    metrics_of,
+    payback,
+    trial_dict,
+)
 
 if TYPE_CHECKING:
     import optuna
 
-SCHEMA = "rocmdoctor.tune/1"
 MAX_DUPLICATES = 20  # consecutive repeats of measured points: the sampler has converged
+# A trial measured again keeps this share of its one-time cost (Dynamo still traces; the
+# inductor, MIOpen and TunableOp results are cached in its folders), and costs at least this
+# share of its first run (the process, torch's import and the measurement itself).
+RERUN_ONE_TIME_LEFT = 0.8
+RERUN_FLOOR = 0.25
+# Why the search ended, as the summary says it.
+STOPPED = {
+    "budget": "the budget left no room for another trial and the confirmation",
+    "max-trials": "--max-trials was reached",
+    "space": "every configuration of the space was measured",
+    "converged": "the sampler kept proposing configurations already measured",
+}
 Event = Callable[[str, dict[str, Any]], None]
 
 class TuneError(Exception):
@@ -61,11 +82,12 @@ class TuneOptions:
     max_trials: Optional[int] = None
     space: str = "default"
     keep_precision: bool = False
-    batch_sizes: tuple[int, ...] = ()
+    batch_sizes: tuple[int, ...] = ()  # () with keep_batch_size False: search from yours up
+    keep_batch_size: bool = False
     study: Optional[str] = None
     storage: Optional[str] = None
     trial_timeout_s: Optional[float] = None
-    confirm_rounds: int = 3
+    confirm_rounds: int = 2
     confirm_max_rounds: Optional[int] = None  # default: twice confirm_rounds
     confirm_top: int = 2
     python: Optional[str] = None
@@ -75,52 +97,6 @@ class TuneOptions:
     # one trial at a time on the GPU the environment gives.
     gpus: tuple[int, ...] = ()
     compile_cache: Optional[str] = None  # one inductor cache for all trials (see materialize)
-
-
-def metrics_of(result: Mapping[str, Any]) -> dict[str, Any]:
-    """The figures a tune keeps from a bench result (schema rocmdoctor.bench/1)."""
-    metrics = result.get("metrics") or {}
-    tput = metrics.get("throughput") or {}
-    memory = metrics.get("memory") or {}
-    device_mem = memory.get("peak_reserved_bytes")
-    return {
-        "throughput": tput.get("median"), "p10": tput.get("p10"), "p90": tput.get("p90"),
-        "cv": tput.get("cv"), "unit": metrics.get("unit", "samples"),
-        "memory_bytes": device_mem if device_mem is not None else
-        memory.get("host_peak_rss_bytes"),
-        "memory_kind": "device peak reserved" if device_mem is not None else "host peak RSS",
-        "energy_per_sample_j": (metrics.get("power") or {}).get("energy_per_sample_j"),
-        "first_step_s": (result.get("warmup") or {}).get("first_step_s"),
-        "windows": [w.get("samples_per_s") for w in result.get("windows") or []],
-        "unsupported": ((result.get("environment") or {}).get("knobs") or {}).get(
-            "unsupported") or {},
-        # which GPU the child was given, as it saw it (tune --gpus)
-        "visible_devices": {k: v for k, v in (((result.get("environment") or {}).get("knobs")
-                                               or {}).get("env") or {}).items()
-                            if k in ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES")},
-    }
-
-
-def trial_dict(trial: optuna.trial.FrozenTrial) -> dict[str, Any]:
-    attrs = trial.user_attrs
-    metrics = attrs.get("metrics") or {}
-    return {
-        "number": trial.number, "params": dict(trial.params),
-        "state": attrs.get("state") or se.unrecorded_state(trial),
-        "message": attrs.get("message", ""), "stderr_tail": attrs.get("stderr_tail", ""),
-        "baseline": bool(attrs.get("baseline")), "retry_of": attrs.get("retry_of"),
-        "seed": bool(attrs.get("seed")), "gpu": attrs.get("gpu"),
-        "started_at": attrs.get("started_at"), "wall_s": attrs.get("wall_s"),
-        "one_time_s": attrs.get("one_time_s"), "dir": attrs.get("dir"),
-        "env": attrs.get("env") or {}, "precision": (attrs.get("spec") or {}).get("precision"),
-        "throughput": metrics.get("throughput"), "p10": metrics.get("p10"),
-        "p90": metrics.get("p90"), "cv": metrics.get("cv"), "unit": metrics.get("unit"),
-        "memory_bytes": metrics.get("memory_bytes"), "memory_kind": metrics.get("memory_kind"),
-        "energy_per_sample_j": metrics.get("energy_per_sample_j"),
-        "first_step_s": metrics.get("first_step_s"), "windows": metrics.get("windows") or [],
-        "unsupported": metrics.get("unsupported") or {},
-        "visible_devices": metrics.get("visible_devices") or {},
-    }
 
 
 @contextlib.contextmanager
@@ -151,7 +127,9 @@ class Tuner:
         self.running: set[str] = set()
         self.cancel = threading.Event()  # set on Ctrl-C: concurrent trials stop at once
         self.host = socket.gethostname()
-        self.owner = se.owner_id(self.host, os.getpid())
+        self.owner = sd.owner_id(self.host, os.getpid())
+        self.stopped: Optional[str] = None  # why the search ended (STOPPED)
+        self.batch_search: dict[str, Any] = {"sizes": [], "how": "not planned"}
 
     # --- the run ---------------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
@@ -164,31 +142,32 @@ class Tuner:
         except ProbeError as exc:
             raise TuneError(str(exc)) from None
         self._check_gpus()
+        self.batch_search = self._batch_sizes()
         try:
-            self.space = se.plan_space(self.platform, spec, self.env, self.o.space,
-                                       self.o.keep_precision, self.o.batch_sizes,
-                                       self.o.allow_test_knobs)
+            self.space = sp.plan_space(self.platform, spec, self.env, self.o.space,
+                                       self.o.keep_precision, self.batch_search["sizes"],
+                                       self.o.allow_test_knobs, self.o.keep_batch_size)
         except ValueError as exc:
             raise TuneError(str(exc)) from None
         if not self.space.knobs:
             raise TuneError("nothing to search here: " + "; ".join(
                 f"{k}: {r}" for k, r in self.space.skipped))
-        name = self.o.study or se.study_name(spec, self.space, self.platform,
+        name = self.o.study or sd.study_name(spec, self.space, self.platform,
                                              self.o.keep_precision)
-        self.study_dir = os.path.join(se.cache_dir(self.env), name)
-        storage = self.o.storage or se.default_storage(self.env, name)
+        self.study_dir = os.path.join(sd.cache_dir(self.env), name)
+        storage = self.o.storage or sd.default_storage(self.env, name)
         with _study_lock(self.study_dir, name):
-            self.sampler = se.make_sampler(self.space, self.o.max_trials, self.o.seed)
+            self.sampler = sd.make_sampler(self.space, self.o.max_trials, self.o.seed)
             self._lock_sampler()
             try:
-                self.study = se.open_study(name, storage, self.space, spec.to_dict(),
+                self.study = sd.open_study(name, storage, self.space, spec.to_dict(),
                                            self.sampler)
-            except se.StudyMismatch as exc:
+            except sd.StudyMismatch as exc:
                 raise TuneError(str(exc)) from None
             except Exception as exc:  # noqa: BLE001 - a storage URL is outside input
                 first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
                 raise TuneError(f"cannot open the study storage {storage}: {first}") from None
-            requeued = se.recover(self.study, self.host,
+            requeued = sd.recover(self.study, self.host,
                                   self.space.baseline_params())
             self.emit("plan", {"platform": self.platform.to_dict(), "study": name,
                                "storage": storage, "space": self.space.to_dict(),
@@ -200,6 +179,57 @@ class Tuner:
             self._clean(result)
         self.emit("done", {"result": result})
         return result
+
+    def _batch_sizes(self) -> dict[str, Any]:
+        """The batch sizes to search: the user's list, none with --keep-batch-size, else the
+        user's batch and its doublings up to the largest that fits (tuners/batch.py)."""
+        spec = self.o.spec
+        if self.o.batch_sizes or self.o.keep_batch_size or not self._searches("batch_size"):
+            return {"sizes": list(self.o.batch_sizes), "how": "given" if self.o.batch_sizes
+                    else "kept"}
+        if self.platform.kind == "cpu":
+            return {"sizes": list(batch.cpu_choices(spec.batch_size)), "how": "cpu-doublings"}
+        path = batch.cache_path(os.path.join(sd.cache_dir(self.env), "batch"), spec.to_dict(),
+                                self.platform.to_dict())
+        cached = batch.load(path)
+        if cached is not None:
+            self.emit("batch-sizes", {**cached, "cached": True})
+            return {**cached, "cached": True}
+        from rocmdoctor.tuners.bench.maxbatch import find_max_batch
+
+        device = self.gpu_env(self.o.gpus[0] if self.o.gpus else None)
+        started = time.monotonic()
+
+        def runner(probe: BenchSpec) -> TrialOutcome:
+            return run_bench_child(probe, device, 300.0, base_env=self.env,
+                                   python=self.o.python, cancel=self.cancel)
+
+        def on_probe(size: int, outcome: TrialOutcome) -> None:
+            self.emit("batch-probe", {"batch": size, "state": outcome.state,
+                                      "wall_s": outcome.wall_s, "time_left": self.time_left()})
+
+        self.emit("batch-search", {"from": spec.batch_size,
+                                   "limit": spec.batch_size * batch.LIMIT_FACTOR})
+        found = find_max_batch(spec, runner, limit=spec.batch_size * batch.LIMIT_FACTOR,
+                               on_probe=on_probe)
+        sizes = batch.choices(spec.batch_size, found.largest_fit,
+                              limit_reached=found.first_oom is None)
+        result = {"sizes": list(sizes), "how": "max-batch search",
+                  "largest_fit": found.largest_fit, "first_oom": found.first_oom,
+                  "probes": [list(p) for p in found.probes], "message": found.message(),
+                  "seconds": round(time.monotonic() - started, 1)}
+        if found.failure is None:
+            batch.save(path, result)
+        self.emit("batch-sizes", {**result, "cached": False})
+        return result
+
+    def _searches(self, name: str) -> bool:
+        """Whether the requested space could hold the knob `name` (before planning it)."""
+        from rocmdoctor.tuners import knobs as kb
+
+        if self.o.space in kb.SPACES:
+            return any(self.o.space in k.spaces for k in kb.knobs_named(name))
+        return name in [n.strip() for n in self.o.space.split(",")]
 
     def _lock_sampler(self) -> None:
         """The grid sampler's after_trial reads every trial, the running ones too: with one
@@ -241,7 +271,7 @@ class Tuner:
         return [trial_dict(t) for t in self.study.get_trials(deepcopy=False)]
 
     def _done(self) -> list[dict[str, Any]]:
-        return [t for t in self._trials() if t["state"] in se.DONE_STATES]
+        return [t for t in self._trials() if t["state"] in sd.DONE_STATES]
 
     def _total(self) -> Optional[int]:
         """Trials this tune will run at most, when known (TPE without --max-trials stops on
@@ -264,40 +294,75 @@ class Tuner:
     def _claimed(self, done: list[dict[str, Any]]) -> int:
         """Trials finished or running. A trial records its end (in the study) a moment before
         its thread takes it off self.running: counted once, not twice."""
-        return len(done) + len(self.running - se.done_keys(done))
+        return len(done) + len(self.running - sd.done_keys(done))
 
     def time_left(self) -> float:
         return self.o.budget_s - (time.monotonic() - self.started)
 
-    def _search_over(self) -> bool:
+    def _rerun_s(self, t: Mapping[str, Any], typical: float) -> float:
+        """What measuring trial `t` again costs: its confirmation runs so far, else its first
+        run less most of its one-time cost (the trial's compile, MIOpen and TunableOp caches
+        are warm when it runs again)."""
+        walls = [r["wall_s"] for r in self.study.user_attrs.get("confirm_runs", [])
+                 if r.get("trial") == t["number"] and r.get("wall_s")]
+        if walls:
+            return float(statistics.median(walls))
+        wall = float(t.get("wall_s") or typical)
+        return max(wall - RERUN_ONE_TIME_LEFT * float(t.get("one_time_s") or 0.0),
+                   RERUN_FLOOR * wall)
+
+    def confirm_reserve(self, done: list[dict[str, Any]]) -> float:
+        """Seconds the confirmation of the candidates that exist now will take: each round
+        re-measures your settings and each candidate once."""
+        typical = self._typical_wall(done)
+        ok = [t for t in done if t["state"] == "ok"]
+        base = next((t for t in ok if t["baseline"]), None)
+        if base is None:  # your settings have not finished: one of them and one candidate
+            return self.o.confirm_rounds * 2 * typical
+        picked = cf.pick_candidates(base, ok, self.o.confirm_top, self.o.spec.precision)
+        if not picked:  # a candidate will exist once another trial finishes
+            others = [self._rerun_s(t, typical) for t in ok if not t["baseline"]]
+            picked_cost = [statistics.median(others) if others else typical]
+        else:
+            picked_cost = [self._rerun_s(t, typical) for t in picked]
+        return self.o.confirm_rounds * (self._rerun_s(base, typical) + sum(picked_cost))
+
+    def _stop_reason(self) -> Optional[str]:
+        """Why the search ends now: max-trials, space, converged or budget; None to go on."""
         trials = self._trials()
-        done = [t for t in trials if t["state"] in se.DONE_STATES]
+        done = [t for t in trials if t["state"] in sd.DONE_STATES]
         # trials running on other GPUs count towards --max-trials: they will finish
         if self.o.max_trials and self._claimed(done) >= self.o.max_trials:
-            return True
-        if len(se.done_keys(done)) >= self.space.size():
-            return True
+            return "max-trials"
+        if len(sd.done_keys(done)) >= self.space.size():
+            return "space"
         if self.duplicates >= MAX_DUPLICATES:
-            return True
+            return "converged"
         # The budget binds once your settings have run (ok or not): there is always a baseline;
-        # or once another tune sharing the study is running them.
-        wall = self._typical_wall(done)
-        reserve = (self.o.confirm_top + 1) * self.o.confirm_rounds * wall
-        started = any(t["baseline"] and t["state"] in (*se.DONE_STATES, "running")
+        # or once another tune sharing the study is running them. Another trial starts while
+        # it and the confirmation of the candidates that exist still fit.
+        started = any(t["baseline"] and t["state"] in (*sd.DONE_STATES, "running")
                       for t in trials)
-        return started and self.time_left() < wall + reserve
+        if started and self.time_left() < self._typical_wall(done) + self.confirm_reserve(done):
+            return "budget"
+        return None
+
+    def _search_over(self) -> bool:
+        return self._stop_reason() is not None
 
     def _search(self) -> None:
-        if self._search_over():
+        self.stopped = self._stop_reason()
+        if self.stopped is not None:
             return
         ended: list[threading.Event] = []  # one per search thread, set as it ends
         try:
             self._search_threads(ended)
+            self.stopped = self._stop_reason() or "space"  # the sampler ran out of points
         except KeyboardInterrupt:
             with _ctrl_c_deferred():  # a second Ctrl-C would leave the cut trials RUNNING
                 self.cancel.set()  # each thread kills its child and records it as interrupted
                 self._join(ended)
-                se.release(self.study, self.owner)
+                sd.release(self.study, self.owner)
             raise
 
     def _search_threads(self, ended: list[threading.Event]) -> None:
@@ -356,7 +421,7 @@ class Tuner:
 
         self.study.optimize(objective, callbacks=[after], catch=(_TrialFailed, _TrialSkipped))
 
-    def _timeout(self, plan: se.TrialPlan) -> float:
+    def _timeout(self, plan: sp.TrialPlan) -> float:
         if self.o.trial_timeout_s:
             return self.o.trial_timeout_s
         base = self._baseline()
@@ -366,7 +431,7 @@ class Tuner:
     def _objective(self, trial: optuna.Trial, gpu: Optional[int] = None) -> float:
         if self.cancel.is_set():  # Ctrl-C while this loop was asking for a trial
             with self.lock:
-                se.suggest(trial, self.space)  # a trial without parameters confuses samplers
+                sp.suggest(trial, self.space)  # a trial without parameters confuses samplers
             trial.set_user_attr("state", "interrupted")
             trial.set_user_attr("message", "not started: the tune was interrupted")
             raise KeyboardInterrupt
@@ -380,8 +445,8 @@ class Tuner:
 
     def _trial(self, trial: optuna.Trial, gpu: Optional[int]) -> float:
         with self.lock:
-            params = se.suggest(trial, self.space)
-            key = se.params_key(params)
+            params = sp.suggest(trial, self.space)
+            key = sd.params_key(params)
             done = self._done()
             limit = self.o.max_trials
             if limit and self._claimed(done) >= limit:
@@ -391,7 +456,7 @@ class Tuner:
                 trial.set_user_attr("message", f"--max-trials {limit} reached")
                 trial.study.stop()
                 raise _TrialSkipped("limit")
-            if key in self.running or key in se.done_keys(done):
+            if key in self.running or key in sd.done_keys(done):
                 self.duplicates += 1
                 trial.set_user_attr("state", "duplicate")
                 trial.set_user_attr("message", "already measured; not run again")
@@ -412,10 +477,10 @@ class Tuner:
         import optuna
 
         trial_dir = os.path.join(self.study_dir, "trials", str(trial.number))
-        plan = se.materialize(self.space, params, self.o.spec, self.platform, self.env,
+        plan = sp.materialize(self.space, params, self.o.spec, self.platform, self.env,
                               trial_dir, self.o.compile_cache)
         pruner = None if trial.user_attrs.get("baseline") else \
-            se.WindowPruner(best, report=trial.report)
+            sd.WindowPruner(best, report=trial.report)
         timeout = self._timeout(plan)
         started = time.time()
         for key, value in {"started_at": started, "dir": trial_dir, "env": plan.env,
@@ -436,7 +501,7 @@ class Tuner:
         trial.set_user_attr("message", outcome.message)
         trial.set_user_attr("wall_s", outcome.wall_s)
         if outcome.state != "ok":
-            trial.set_user_attr("stderr_tail", se.trimmed_tail(outcome.stderr_tail))
+            trial.set_user_attr("stderr_tail", sd.trimmed_tail(outcome.stderr_tail))
         # last: a trial with a state is finished to the other GPUs' threads, figures and all
         trial.set_user_attr("state", outcome.state)
         self.emit("trial-end", {"number": trial.number, "params": params, "gpu": gpu,
@@ -451,7 +516,7 @@ class Tuner:
             raise optuna.TrialPruned(outcome.message)
         raise _TrialFailed(outcome.message)
 
-    def _run_plan(self, plan: se.TrialPlan, timeout: float,
+    def _run_plan(self, plan: sp.TrialPlan, timeout: float,
                   on_window: Optional[Callable[[int, float], bool]], gpu: Optional[int] = None
                   ) -> tuple[TrialOutcome, Optional[float]]:
         """Run one configuration; TunableOp first tunes (once per folder), then replays."""
@@ -465,13 +530,14 @@ class Tuner:
             pattern = plan.dirs["PYTORCH_TUNABLEOP_FILENAME"].replace("%d", "*")
             if not glob.glob(pattern):
                 tuning = run_bench_child(dataclasses.replace(plan.spec, steps=1, warmup=1),
-                                         {**se.tunableop_env(plan, True), **device}, timeout,
+                                         {**sp.tunableop_env(plan, True), **device}, timeout,
+                                         base_env=self.env,
                                          python=self.o.python, cancel=self.cancel)
                 one_time = tuning.wall_s
                 if tuning.state != "ok":
                     return tuning, one_time
-            env = {**se.tunableop_env(plan, False), **device}
-        outcome = run_bench_child(plan.spec, env, timeout, on_window=on_window,
+            env = {**sp.tunableop_env(plan, False), **device}
+        outcome = run_bench_child(plan.spec, env, timeout, on_window=on_window, base_env=self.env,
                                   python=self.o.python, cancel=self.cancel)
         return outcome, one_time
 
@@ -491,14 +557,17 @@ class Tuner:
                                         "rounds": self.o.confirm_rounds})
 
         def measure(t: dict[str, Any], round_index: int) -> Optional[float]:
-            plan = se.materialize(self.space, t["params"], self.o.spec, self.platform,
+            plan = sp.materialize(self.space, t["params"], self.o.spec, self.platform,
                                   self.env, t["dir"], self.o.compile_cache)
             # Every re-measurement on one GPU: a ratio between two GPUs would measure the GPUs.
             outcome, _ = self._run_plan(plan, self._timeout(plan), None,
                                         self.o.gpus[0] if self.o.gpus else None)
             value = metrics_of(outcome.result)["throughput"] if outcome.result else None
             stored.append({"trial": t["number"], "round": round_index, "throughput": value,
-                           "state": outcome.state, "at": time.time()})
+                           "state": outcome.state, "at": time.time(),
+                           "wall_s": round(outcome.wall_s, 2),
+                           "energy_per_sample_j": metrics_of(outcome.result)[
+                               "energy_per_sample_j"] if outcome.result else None})
             self.study.set_user_attr("confirm_runs", stored)
             self.emit("confirm-run", {"trial": t["number"], "round": round_index,
                                       "state": outcome.state, "throughput": value,
@@ -507,25 +576,34 @@ class Tuner:
             return value
 
         def time_for_round(keys: int) -> bool:
-            return self.time_left() >= keys * self._typical_wall()
+            typical = self._typical_wall()
+            return self.time_left() >= sum(self._rerun_s(t, typical) for t in [base, *picked]
+                                           if t is not None)
 
         confirmation = cf.confirm(base, picked, stored, measure, self.o.confirm_rounds,
                                   self.o.confirm_max_rounds or 2 * self.o.confirm_rounds,
                                   time_for_round)
+        confirmation["timed_runs"] = [dict(r) for r in stored]  # for the HTML's time axis
+        by_number = {t["number"]: t for t in self._trials()}
         for cand in confirmation["candidates"]:
             cand["changes"] = self._changes(cand["params"])
+            cand["batch_size"] = int(cand["params"].get("batch_size", self.o.spec.batch_size))
+            if base is not None:
+                cand["payback"] = payback(base, by_number[cand["trial"]], cand["speedup"],
+                                          cand["batch_size"])
         return confirmation
 
     # --- result ----------------------------------------------------------------------------
     def _result(self, name: str, storage: str, confirmation: dict[str, Any],
                 requeued: list[int]) -> dict[str, Any]:
-        from rocmdoctor.tuners.export import how_to_apply
 
         trials = self._trials()
         winners = [c for c in confirmation["candidates"] if c["winner"]]
         best = max(winners, key=lambda c: c["speedup"], default=None)
         same = max((c for c in winners if c["precision"] == self.o.spec.precision),
                    key=lambda c: c["speedup"], default=None)
+        same_batch = max((c for c in winners if c["batch_size"] == self.o.spec.batch_size),
+                         key=lambda c: c["speedup"], default=None)
         apply = None
         if best is not None:
             t = next(t for t in trials if t["number"] == best["trial"])
@@ -552,8 +630,12 @@ class Tuner:
             "elapsed_s": time.monotonic() - self.started, "warnings": warnings,
             "trials": trials, "baseline": self._baseline(), "confirmation": confirmation,
             "verdict": {"winner": best is not None, "summary": summary, "best_overall": best,
-                        "best_same_precision": same,
-                        "precision": self.o.spec.precision},
+                        "best_same_precision": same, "best_same_batch": same_batch,
+                        "precision": self.o.spec.precision,
+                        "batch_size": self.o.spec.batch_size},
+            "search": {"stopped": self.stopped, "why": STOPPED.get(self.stopped or "", ""),
+                       "queued": sum(t["state"] == "waiting" for t in trials)},
+            "batch_search": self.batch_search,
             "effects": cf.knob_effects(trials, self.space.to_dict()["knobs"]),
             "apply": apply,
         }
@@ -599,11 +681,6 @@ def _ctrl_c_deferred() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
     if seen:
         raise KeyboardInterrupt
-
-
-def changes_text(changes: Mapping[str, str]) -> str:
-    """What a trial changes from your settings, as key=value pairs (tune's progress too)."""
-    return ", ".join(f"{k}={v}" for k, v in changes.items()) or "your settings"
 
 
 def run_tune(options: TuneOptions, env: Mapping[str, str],

@@ -45,8 +45,8 @@ COMMANDS: dict[str, CommandSpec] = {
         "Compare bench results side by side, with differences against the first."),
     "tune": CommandSpec(
         "rocmdoctor.cli.tune", "tune_command",
-        "Find the fastest settings for a training workload, with proof that they are "
-        "faster."),
+        "Find the fastest settings for a training workload, with proof (Ctrl-C, then the "
+        "same command, resumes)."),
     "fleet": CommandSpec(
         "rocmdoctor.cli.fleet", "fleet_app",
         "Views over many nodes' `rocmdoctor check --json` reports."),

@@ -3,6 +3,10 @@
 The text comes from the argument, from --file, or from standard input. The answer is made
 specific with this machine's facts, or with a snapshot's (--from); they are gathered only
 when an explanation needs them (the torch probe starts on first use).
+
+Exit codes, the same with and without --json: 0 at least one message recognised; 1 nothing
+recognised (the text shows a GPU error rocmdoctor does not know, or no GPU error at all);
+2 bad input (no text, an unreadable file or snapshot).
 """
 
 from __future__ import annotations
@@ -13,14 +17,16 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
+from rocmdoctor import schemas
 from rocmdoctor.cli.common import fail as _fail
 
 if TYPE_CHECKING:
     from rocmdoctor.host import Host
 
-SCHEMA = "rocmdoctor.explain/1"
-NOTHING = ("nothing in the text matches a known error, kernel message or setting; "
-           "`rocmdoctor check` looks at the machine itself")
+SCHEMA = schemas.EXPLAIN
+NOTHING = "nothing in the text is a known GPU, driver, ROCm or CUDA message or setting"
+UNKNOWN = ("the text shows a GPU error that rocmdoctor does not know; `rocmdoctor report` "
+           "writes this machine's report to attach to an issue")
 
 
 def _read_text(text: Optional[str], file: Optional[str]) -> str:
@@ -68,17 +74,19 @@ def explain_command(
 ) -> None:
     """Explain an error message, kernel log or setting: cause, fix, and the check to confirm."""
     from rocmdoctor import __version__
-    from rocmdoctor.explain import explain_text, render_explanations
+    from rocmdoctor.explain import UNKNOWN_GPU, diagnose, render_explanations
 
     body = _read_text(text, file)
-    explanations = explain_text(body, _host(from_file))
+    found = diagnose(body, _host(from_file))
     if json_out:
         typer.echo(json.dumps({"schema": SCHEMA, "tool_version": __version__,
-                               "recognized": bool(explanations),
-                               "explanations": [e.to_dict() for e in explanations]},
-                              indent=2, ensure_ascii=False))
-    elif explanations:
-        sys.stdout.write(render_explanations(explanations))
+                               **found.to_dict()}, indent=2, ensure_ascii=False))
+    elif found.explanations:
+        sys.stdout.write(render_explanations(found.explanations))
+    elif found.verdict == UNKNOWN_GPU:
+        typer.echo(f"rocmdoctor: {UNKNOWN}\n  {found.error_line}", err=True)
     else:
-        typer.echo(f"rocmdoctor: {NOTHING}", err=True)
-    raise typer.Exit(0 if explanations else 1)
+        typer.echo(f"rocmdoctor: {NOTHING}" + (
+            f"\n  the error it shows comes from the program or its packages, not the GPU "
+            f"stack: {found.error_line}" if found.error_line else ""), err=True)
+    raise typer.Exit(0 if found.explanations else 1)

@@ -18,7 +18,7 @@ import typer
 
 from rocmdoctor.cli.common import fail as _fail
 from rocmdoctor.tuners.bench.spec import BenchSpec
-from rocmdoctor.tuners.tune import changes_text
+from rocmdoctor.tuners.result import changes_text
 
 INSTALL_HINT = "pip install 'rocmdoctor[tune]'"
 _DEFAULT = BenchSpec()
@@ -95,6 +95,15 @@ class Progress:
             if data["requeued"]:
                 self._say(f"tune: trial(s) {', '.join(map(str, data['requeued']))} were "
                           "interrupted last time; they run again")
+        elif kind == "batch-search":
+            self._say(f"tune: finding the largest batch that fits, from {data['from']} up to "
+                      f"{data['limit']} (short runs in child processes)")
+        elif kind == "batch-probe":
+            self._say(f"      batch {data['batch']}: {data['state']} ({data['wall_s']:.0f} s); "
+                      f"{_clock(data['time_left'])}")
+        elif kind == "batch-sizes":
+            how = " (found earlier)" if data.get("cached") else ""
+            self._say(f"tune: batch sizes to try: {', '.join(map(str, data['sizes']))}{how}")
         elif kind == "trial-start":
             changes = changes_text(data["changes"])
             step = data["finished"] + 1
@@ -152,8 +161,11 @@ def tune_command(
                               help="default | env | full, or knob names separated by commas."),
     keep_precision: bool = typer.Option(False, "--keep-precision",
                                         help="Search only settings that keep your precision."),
-    batch_sizes: Optional[str] = typer.Option(None, "--batch-sizes",
-                                              help="Also search these, e.g. 64,128,256."),
+    batch_sizes: Optional[str] = typer.Option(
+        None, "--batch-sizes", help="Search these batch sizes, e.g. 64,128,256 (default: "
+        "yours and its doublings up to the largest that fits)."),
+    keep_batch_size: bool = typer.Option(False, "--keep-batch-size",
+                                         help="Search only settings that keep your batch size."),
     study: Optional[str] = typer.Option(None, "--study", help="Study name (resumes if it "
                                         "exists; default: derived from the workload)."),
     storage: Optional[str] = typer.Option(None, "--storage", help="Optuna storage URL "
@@ -164,7 +176,7 @@ def tune_command(
     html: Optional[str] = typer.Option(None, "--html", help="Write a self-contained page."),
     trial_timeout: Optional[float] = typer.Option(None, "--trial-timeout", min=1.0,
                                                   help="Seconds per trial (default: adaptive)."),
-    confirm_rounds: int = typer.Option(3, "--confirm-rounds", min=2,
+    confirm_rounds: int = typer.Option(2, "--confirm-rounds", min=2,
                                        help="Interleaved re-measurement rounds (at least)."),
     confirm_max_rounds: Optional[int] = typer.Option(
         None, "--confirm-max-rounds", min=2,
@@ -200,7 +212,8 @@ def tune_command(
 
     options = TuneOptions(
         spec=spec, budget_s=budget_s, max_trials=max_trials, space=space,
-        keep_precision=keep_precision, batch_sizes=sizes, study=study, storage=storage,
+        keep_precision=keep_precision, batch_sizes=sizes, keep_batch_size=keep_batch_size,
+        study=study, storage=storage,
         trial_timeout_s=trial_timeout, confirm_rounds=confirm_rounds,
         confirm_max_rounds=confirm_max_rounds, confirm_top=confirm_top,
         python=python, seed=seed, allow_test_knobs=os.environ.get("ROCMDOCTOR_TESTING") == "1",

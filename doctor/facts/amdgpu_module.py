@@ -9,6 +9,7 @@ By hand: `cat /sys/module/amdgpu/initstate` prints `live`; `cat /sys/module/amdg
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Optional
 
@@ -73,6 +74,16 @@ class AmdgpuModule:
         return self.initstate or (self.proc_state.lower() if self.proc_state else None)
 
 
+def dkms_version(host: Host) -> Optional[str]:
+    """AMD's DKMS driver version (/sys/module/amdgpu/version); None for the kernel's own
+    driver or none loaded."""
+    return (host.read_file(VERSION_FILE) or "").strip() or None
+
+
+def module_present(host: Host) -> bool:
+    return host.exists(MODULE_DIR)
+
+
 def amdgpu_module(host: Host) -> AmdgpuModule:
     """The amdgpu module's facts, read once per host."""
 
@@ -80,10 +91,10 @@ def amdgpu_module(host: Host) -> AmdgpuModule:
         modules = host.read_file("/proc/modules")
         state = parse_proc_modules(modules).get("amdgpu") if modules else None
         return AmdgpuModule(
-            present=host.exists(MODULE_DIR),
+            present=module_present(host),
             proc_state=state,
             initstate=(host.read_file(INITSTATE_FILE) or "").strip().lower() or None,
-            version=(host.read_file(VERSION_FILE) or "").strip() or None,
+            version=dkms_version(host),
         )
 
     return host.memo("amdgpu:module", compute)
@@ -97,9 +108,72 @@ def dkms_entries(host: Host) -> list[DkmsEntry]:
 
 def describe_driver(host: Host) -> str:
     """'6.8.5 (AMD DKMS)', 'inbox driver of kernel X' or 'not loaded'."""
-    module = amdgpu_module(host)
-    if not module.present:
+    if not module_present(host):
         return "not loaded"
-    if module.version:
-        return f"{module.version} (AMD DKMS)"
+    version = dkms_version(host)
+    if version:
+        return f"{version} (AMD DKMS)"
     return f"inbox driver of kernel {host.platform.kernel_release}"
+
+
+DKMS_MAKE_LOGS = "/var/lib/dkms/amdgpu/*/build/make.log"
+# "DKMS make.log for amdgpu-5.18.13-1538762.el8 for kernel 4.18.0-490.el8.x86_64 (x86_64)";
+# dkms 3 writes "DKMS (dkms-3.2.1) make.log for amdgpu/6.12.12-... for kernel ... (x86_64)"
+# (dell/dkms dkms.in @793fdab5, do_build(), l.1439).
+DKMS_SOURCE = "https://github.com/dell/dkms/blob/793fdab5eba9d6b6e9295b18e44a23824e7da44f/dkms.in"
+_MAKE_LOG_HEAD = re.compile(r"DKMS (?:\([^)\n]{0,40}\) )?make\.log for amdgpu[-/](\S+) for kernel "
+                            r"(\S+)")
+_MAKE_ERROR = re.compile(r"\berror\b|\*\*\*", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class DkmsBuildFailure:
+    """A DKMS build of amdgpu that failed: dkms leaves build/make.log behind only then (a
+    build that succeeds moves it to <kernel>/<arch>/log/ and removes the build folder,
+    do_build() l.1552-1555 of DKMS_SOURCE)."""
+
+    version: str
+    kernel: str
+    log: str  # the make.log path
+    error: Optional[str]  # its first error line
+
+
+def parse_make_log(path: str, text: str) -> Optional[DkmsBuildFailure]:
+    head = _MAKE_LOG_HEAD.search(text[:2000])
+    if head is None:
+        return None
+    error = next((ln.strip()[:200] for ln in text.splitlines()[1:]
+                  if _MAKE_ERROR.search(ln) and ln.strip()), None)
+    return DkmsBuildFailure(head.group(1), head.group(2), path, error)
+
+
+def dkms_build_failures(host: Host) -> list[DkmsBuildFailure]:
+    """Failed amdgpu DKMS builds whose make.log is still there (memoised)."""
+
+    def compute() -> list[DkmsBuildFailure]:
+        found = []
+        for path in host.glob(DKMS_MAKE_LOGS):
+            failure = parse_make_log(path, host.read_file(path) or "")
+            if failure is not None:
+                found.append(failure)
+        return found
+
+    return host.memo("amdgpu:dkms-failures", compute)
+
+
+@dataclass(frozen=True)
+class DkmsError:
+    said: str  # dkms's own error line
+    stale: Optional[str]  # the /var/lib/dkms/amdgpu/<version> tree it names, if any
+
+
+def dkms_error(host: Host) -> Optional[DkmsError]:
+    """`dkms status` failing on amdgpu's tree ("Error! Could not locate dkms.conf file." /
+    "File: /var/lib/dkms/amdgpu/<version>/source/dkms.conf does not exist.")."""
+    result = host.run(["dkms", "status"])
+    text = result.stdout + "\n" + result.stderr
+    said = next((ln.strip() for ln in text.splitlines() if ln.strip().startswith("Error!")), None)
+    if said is None:
+        return None
+    stale = re.search(r"(/var/lib/dkms/amdgpu/[^/\s]+)/source/dkms\.conf does not exist", text)
+    return DkmsError(said[:200], stale.group(1) if stale else None)

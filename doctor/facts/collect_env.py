@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Optional
 
+from rocmdoctor.facts.cpu import cpu_info
 from rocmdoctor.facts.os_release import read_os_release
 from rocmdoctor.facts.rocminfo import ANSI
 from rocmdoctor.facts.torch import TorchInfo, torch_info
@@ -60,15 +61,6 @@ def _first_match(result: CommandResult, pattern: str) -> Optional[str]:
         return None
     match = re.search(pattern, result.stdout)
     return match.group(1).strip() if match else None
-
-
-def _cpu_model(host: Host) -> Optional[str]:
-    text = host.read_file("/proc/cpuinfo") or ""
-    match = re.search(r"^model name\s*:\s*(.+)$", text, re.MULTILINE)
-    if not match:
-        return None
-    count = len(re.findall(r"^processor\s*:", text, re.MULTILINE))
-    return f"{match.group(1).strip()} ({count} logical CPUs)" if count else match.group(1).strip()
 
 
 def _commands_section(host: Host, title: str, commands: Sequence[Sequence[str]]) -> RawSection:
@@ -123,7 +115,7 @@ def gather(host: Host) -> RawFacts:
         env = {k: v for k, v in sorted(host.env.items()) if k.startswith(ENV_PREFIXES)}
         return RawFacts(
             os_name=os_pretty_name(host),
-            cpu=_cpu_model(host),
+            cpu=cpu_info(host).describe(),
             toolchain=toolchain,
             smi=tuple(smi),
             rocminfo=rocminfo_section,
@@ -156,11 +148,13 @@ def header_rows(host: Host, raw: RawFacts, platform: str, tool_version: str
     from rocmdoctor.facts.amdgpu_module import describe_driver
     from rocmdoctor.facts.machine import nvidia_driver_version
     from rocmdoctor.facts.rocm_version import rocm_root
+    from rocmdoctor.kb import KB_DATE
 
     plat = host.platform
     torch = torch_info(host)
     rows: list[tuple[str, str]] = [
         ("rocmdoctor", tool_version),
+        ("Knowledge base", f"tables dated {KB_DATE}"),
         ("OS", f"{raw.os_name or 'unknown'} ({plat.machine})"),
         ("Kernel", plat.kernel_release or "unknown"),
     ]

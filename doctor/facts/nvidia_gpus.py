@@ -132,6 +132,19 @@ def _first_line(res: CommandResult) -> str:
     return f"exit status {res.returncode}"
 
 
+PROC_VERSION = "/proc/driver/nvidia/version"
+
+
+def proc_driver_version(host: Host) -> Optional[str]:
+    """The loaded kernel module's version from /proc/driver/nvidia/version ("NVRM version:
+    NVIDIA UNIX x86_64 Kernel Module  580.95.05 ..."), None when no NVIDIA module is loaded."""
+    text = (host.read_file(PROC_VERSION) or "").strip()
+    for word in text.split():
+        if word.count(".") >= 1 and word.replace(".", "").isdigit():
+            return word
+    return text.splitlines()[0][:120] if text else None
+
+
 def nvidia_gpus(host: Host) -> NvidiaInventory:
     """The NVIDIA GPUs on this host (memoized). `error` is set when nvidia-smi gave none."""
 

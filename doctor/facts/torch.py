@@ -99,6 +99,7 @@ class TorchInfo:
     executable: Optional[str] = None
     python_version: Optional[str] = None
     python_platform: Optional[str] = None  # platform.platform()
+    cpu_count: Optional[int] = None  # the CPUs the process may run on
     libc: Optional[str] = None  # "glibc-2.35"
     packages: Mapping[str, str] = field(default_factory=dict)
     imported: bool = False
@@ -117,6 +118,7 @@ class TorchInfo:
     miopen: Optional[str] = None
     cudnn_version: Optional[int] = None
     xnnpack: Optional[bool] = None
+    num_threads: Optional[int] = None  # torch.get_num_threads()
     debug: Optional[bool] = None  # torch.version.debug
     # The probe process itself: its exit status, whether it was cut off, an error on exit.
     returncode: int = 0
@@ -212,6 +214,7 @@ def torch_info_of(probe: Any) -> TorchInfo:
         python_version=_text(probe.get("version")),
         python_platform=_text(probe.get("platform")),
         libc=_text(probe.get("libc")),
+        cpu_count=_int(probe.get("cpu_count")),
         packages=packages,
         imported=imported,
         error=_text(torch.get("error")),
@@ -230,6 +233,7 @@ def torch_info_of(probe: Any) -> TorchInfo:
         miopen=_text(torch.get("miopen")),
         cudnn_version=_int(torch.get("cudnn_version")),
         xnnpack=_bool(torch.get("xnnpack")),
+        num_threads=_int(torch.get("num_threads")),
         debug=_bool(torch.get("debug")),
         returncode=_int(meta.get("returncode")) or 0,
         timed_out=meta.get("timed_out") is True,

@@ -7,13 +7,9 @@ import grp
 import os
 import platform as _platform
 import pwd
-import shutil
-import signal
 import stat as _stat
-import subprocess
 import sys
 import threading
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Callable, Optional
 
@@ -27,6 +23,7 @@ from rocmdoctor.host import (
     UserInfo,
     command_key,
 )
+from rocmdoctor.host.process import run_command
 
 MAX_FILE_BYTES = 4 * 1024 * 1024
 # `rocmdoctor check --collectives` launches its ranks through this name (checks/collectives.py)
@@ -37,56 +34,7 @@ COLLECTIVES_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)),
 # in the Python that trains; the snapshot key stays the name, with no machine path in it.
 LIBLOAD_TOOL = "rocmdoctor-libload"
 LIBLOAD_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "libload_child.py")
-MAX_OUTPUT_CHARS = 2 * 1024 * 1024
 ST_RDONLY = 1  # statvfs f_flag bit (os.ST_RDONLY)
-
-
-def run_command(
-    argv: Sequence[str], timeout: float, env: Optional[Mapping[str, str]] = None
-) -> CommandResult:
-    """Run argv with a timeout. A missing executable is 127; a hang is killed and timed_out.
-
-    The child runs in its own session so that a timeout kills its whole process group; a
-    process stuck in the kernel (D state) is abandoned after a short grace period.
-    """
-    path = (env or os.environ).get("PATH")
-    if not argv or shutil.which(argv[0], path=path) is None:
-        name = argv[0] if argv else ""
-        return CommandResult(returncode=127, stderr=f"{name}: command not found")
-    start = time.monotonic()
-    try:
-        proc = subprocess.Popen(
-            list(argv),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-            env=dict(env) if env is not None else None,
-        )
-    except OSError as exc:
-        return CommandResult(returncode=126, stderr=f"{argv[0]}: {exc.strerror or exc}")
-    timed_out = False
-    try:
-        out, err = proc.communicate(timeout=timeout)
-        returncode = proc.returncode
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        returncode = 124
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except OSError:
-            pass
-        try:
-            out, err = proc.communicate(timeout=2)
-        except subprocess.TimeoutExpired:
-            out, err = b"", b""
-    return CommandResult(
-        returncode=returncode,
-        stdout=out.decode("utf-8", "replace")[:MAX_OUTPUT_CHARS],
-        stderr=err.decode("utf-8", "replace")[:MAX_OUTPUT_CHARS],
-        timed_out=timed_out,
-        duration_s=time.monotonic() - start,
-    )
 
 
 def _path_type(mode: int) -> str:

@@ -17,10 +17,11 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Mapping
 from typing import Any, Callable, Optional
 
 from rocmdoctor.host import CommandResult
-from rocmdoctor.host.live import run_command
+from rocmdoctor.host.process import run_command
 
 PROBE_TIMEOUT_S = 60.0
 CHILD_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "probe_child.py")
@@ -45,8 +46,9 @@ def describe_stage(stage: Optional[str]) -> str:
     return _STAGES.get(stage or "", "before reporting anything")
 
 
-def probe_argv(python: str) -> list[str]:
-    return [python, CHILD_SCRIPT, "--parent-pid", str(os.getpid())]
+def probe_argv(python: str, smoke: bool = True) -> list[str]:
+    return [python, CHILD_SCRIPT, "--parent-pid", str(os.getpid()),
+            *(() if smoke else ("--no-smoke",))]
 
 
 def _json_object(text: str) -> Optional[dict[str, Any]]:
@@ -137,12 +139,14 @@ def interpret(python: str, res: CommandResult, timeout: float = PROBE_TIMEOUT_S
     return data
 
 
-def run_probe(python: Optional[str] = None, timeout: float = PROBE_TIMEOUT_S
-              ) -> dict[str, Any]:
-    """Run the probe now, in this thread, and return its result."""
+def run_probe(python: Optional[str] = None, timeout: float = PROBE_TIMEOUT_S,
+              env: Optional[Mapping[str, str]] = None, smoke: bool = True) -> dict[str, Any]:
+    """Run the probe now, in this thread, and return its result. `env` is the environment
+    the Python that trains will have (default: this one); `smoke=False` skips the per-GPU
+    matmul and conv2d check."""
     interpreter = python or sys.executable
     try:
-        res = run_command(probe_argv(interpreter), timeout)
+        res = run_command(probe_argv(interpreter, smoke), timeout, env)
     except Exception as exc:  # run_command contains its own failures; this is a last guard
         res = CommandResult(returncode=126, stderr=f"{type(exc).__name__}: {exc}")
     return interpret(interpreter, res, timeout)

@@ -52,6 +52,13 @@ def _die_with_parent(parent_pid: Optional[int]) -> None:
         pass
 
 
+def _cpu_count() -> int:
+    """The CPUs this process may run on (its affinity mask), as torch's thread pool sees."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
 def _libc() -> Optional[str]:
     import platform
 
@@ -87,6 +94,7 @@ class Probe:
             # What torch.utils.collect_env prints as "Libc version" and "Python platform".
             "libc": _libc(),
             "platform": _platform(),
+            "cpu_count": _cpu_count(),
             "packages": {},
             "torch": {"imported": False, "error": None},
         }
@@ -116,7 +124,7 @@ class Probe:
                 continue
         self.result["packages"] = found
 
-    def torch(self) -> None:
+    def torch(self, smoke: bool = True) -> None:
         info: dict[str, Any] = self.result["torch"]
         self.mark("import")
         try:
@@ -139,7 +147,7 @@ class Probe:
         self.mark("devices")
         info["devices"] = [self.device(torch, i, info) for i in range(info["device_count"])]
         smokes = []
-        for index, device in enumerate(info["devices"]):
+        for index, device in enumerate(info["devices"] if smoke else []):
             self.mark(f"smoke:{index}")
             device["smoke"] = self.smoke(torch, index)
             smokes.append(device["smoke"])
@@ -147,11 +155,17 @@ class Probe:
             failed = [s for s in smokes if not s["ok"]]
             info["smoke"] = {"ok": not failed, "error": failed[0]["error"] if failed else None}
         else:  # the contract's shape, with ok unknown
-            info["smoke"] = {"ok": None, "error": None, "reason": "no GPU visible to torch"}
+            reason = "not asked for" if info["devices"] and not smoke else (
+                "no GPU visible to torch")
+            info["smoke"] = {"ok": None, "error": None, "reason": reason}
 
     def build_info(self, torch: Any, info: dict[str, Any]) -> None:
         version = getattr(torch, "version", None)
         info["version"] = str(getattr(torch, "__version__", ""))
+        try:
+            info["num_threads"] = int(torch.get_num_threads())
+        except Exception:
+            info["num_threads"] = None
         info["location"] = os.path.dirname(str(getattr(torch, "__file__", "") or ""))
         for key in ("hip", "cuda", "git_version", "rocm", "debug"):
             value = getattr(version, key, None)
@@ -295,7 +309,7 @@ def main(argv: list[str]) -> int:
     probe = Probe()
     try:
         probe.packages()
-        probe.torch()
+        probe.torch(smoke="--no-smoke" not in argv)
     except BaseException as exc:  # report what was learned, with the reason it stopped
         probe.result["torch"]["error"] = _last_line(exc)
         probe.result["torch"]["failed_stage"] = probe.stage

@@ -11,7 +11,7 @@ import zlib
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
-from rocmdoctor import __version__
+from rocmdoctor import __version__, schemas
 from rocmdoctor.host import (
     NOT_INSTALLED,
     CommandResult,
@@ -25,7 +25,7 @@ from rocmdoctor.host import (
 from rocmdoctor.host.live import LiveHost
 from rocmdoctor.redact import REDACTED, capture_env, redact_snapshot
 
-FORMAT = "rocmdoctor-snapshot/1"
+FORMAT = schemas.SNAPSHOT
 
 
 class SnapshotError(Exception):

@@ -5,4 +5,4 @@ Code reads these tables; it does not embed the facts in if-chains.
 
 # The day the tables were last brought up to date with their sources (docs/knowledge.md says
 # how). A machine with a release newer than what they know is told so with this date.
-KB_DATE = "2026-11-29"
+KB_DATE = "2026-12-01"

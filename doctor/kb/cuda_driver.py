@@ -24,11 +24,19 @@ class CudaDriverRow:
     cuda: str  # "12.4" (major.minor, GA release)
     min_driver: str  # Table 3, Linux x86_64
     source: str
+    # False: the number is quoted from NVIDIA's table by others, not read in a stored copy of
+    # it; such a row never makes a driver fail (only Table 2 does).
+    verified: bool = True
 
 
-# Table 3, GA rows (Linux x86_64).
+RELEASE_NOTES_133 = "https://docs.nvidia.com/cuda/archive/13.3.0/cuda-toolkit-release-notes/"
+
+# Table 3, GA rows (Linux x86_64), from the 13.1 edition of the notes unless marked.
 CUDA_GA_DRIVERS: tuple[CudaDriverRow, ...] = (
-    CudaDriverRow("13.2", "595.45.04", RELEASE_NOTES),
+    CudaDriverRow("13.3", "610.43.02", RELEASE_NOTES_133, verified=False),
+    CudaDriverRow("13.2", "595.45.04",
+                  "https://docs.nvidia.com/cuda/archive/13.2.0/cuda-toolkit-release-notes/",
+                  verified=False),
     CudaDriverRow("13.1", "590.44.01", RELEASE_NOTES),
     CudaDriverRow("13.0", "580.65.06", RELEASE_NOTES),
     CudaDriverRow("12.9", "575.51.03", RELEASE_NOTES),
@@ -48,8 +56,18 @@ CUDA_GA_DRIVERS: tuple[CudaDriverRow, ...] = (
     CudaDriverRow("11.3", "465.19.01", RELEASE_NOTES),
     CudaDriverRow("11.2", "460.27.03", RELEASE_NOTES),
     CudaDriverRow("11.1", "455.23", RELEASE_NOTES),
-    CudaDriverRow("11.0", "450.36.06", RELEASE_NOTES),
+    # "CUDA 11.0.2 GA >= 450.51.05"; 450.36.06 is the 11.0.1 RC's.
+    CudaDriverRow("11.0", "450.51.05", RELEASE_NOTES),
     CudaDriverRow("10.2", "440.33", RELEASE_NOTES),
+)
+
+
+# Released after the newest row above, with no minimum driver in the stored sources: 13.4 (GA
+# versioned 13.4.1, "supersedes the 13.4.0 developer preview"; the Linux driver is no longer
+# bundled, R615 is named) and 13.5.
+KNOWN_WITHOUT_DRIVER: tuple[tuple[str, str], ...] = (
+    ("13.4", "https://docs.nvidia.com/cuda/archive/13.4.1/cuda-toolkit-release-notes/index.html"),
+    ("13.5", RELEASE_NOTES),
 )
 
 
@@ -74,6 +92,12 @@ def ga_driver(cuda: str) -> Optional[CudaDriverRow]:
         if version_tuple(row.cuda) == want:
             return row
     return None
+
+
+def cuda_newer_than_table(cuda: str) -> bool:
+    """A CUDA major.minor with no Table 3 row here: released after it, or not known at all."""
+    want = version_tuple(cuda)[:2]
+    return len(want) == 2 and want > max(version_tuple(r.cuda) for r in CUDA_GA_DRIVERS)
 
 
 def minor_compat_driver(cuda: str) -> Optional[MinorCompatRow]:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-CLR_FLAGS = "https://github.com/ROCm/clr/blob/develop/rocclr/utils/flags.hpp"
-MIOPEN_DEBUG = "https://rocm.docs.amd.com/projects/MIOpen/en/latest/how-to/debug-log.html"
+# HIP_LAUNCH_BLOCKING is in the current flags.hpp (rocm-systems), not in ROCm/clr's older copy.
+CLR_FLAGS = ("https://github.com/ROCm/rocm-systems/blob/develop/projects/clr/rocclr/utils/"
+             "flags.hpp")
+MIOPEN_DEBUG = "https://rocm.docs.amd.com/projects/MIOpen/en/latest/DebugAndLogging.html"
 TORCH_CUDA_ENV = "https://docs.pytorch.org/docs/stable/cuda_environment_variables.html"
 TORCH_HIP_NOTE = "https://docs.pytorch.org/docs/stable/notes/hip.html"
 
@@ -27,10 +29,9 @@ DEBUG_VARS: tuple[DebugVar, ...] = (
     DebugVar("AMD_SERIALIZE_KERNEL", 1, "serializes every kernel launch", CLR_FLAGS),
     DebugVar("AMD_SERIALIZE_COPY", 1, "serializes every memory copy", CLR_FLAGS),
     DebugVar("CUDA_LAUNCH_BLOCKING", 1,
-             "makes every kernel launch synchronous (on an H200, ResNet-50 training fell "
-             "from about 4,340 to 1,991 images/s)", TORCH_CUDA_ENV),
-    DebugVar("AMD_LOG_LEVEL", 1, "logs HIP runtime activity (levels 3 and up are very slow)",
-             CLR_FLAGS),
+             "makes every CUDA call synchronous, so the CPU waits for each kernel",
+             TORCH_CUDA_ENV),
+    DebugVar("AMD_LOG_LEVEL", 1, "logs HIP runtime activity, more with each level", CLR_FLAGS),
     DebugVar("MIOPEN_LOG_LEVEL", 5, "logs every MIOpen call at info level or more",
              MIOPEN_DEBUG),
     DebugVar("MIOPEN_CHECK_NUMERICS", 1,

@@ -6,7 +6,8 @@ Sources:
   generic processor table, whose families group the targets that share one instruction set
   (code built for one member runs on the others).
 - ROCM_MATRIX / ROCM_MATRIX_PAST: the GPU / LLVM target rows of the ROCm compatibility
-  matrix.
+  matrix; for the 7.9-7.13 technology previews and the TheRock releases from 7.14 on, the
+  "AMD hardware support" table of each release's notes.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ ROCM_MATRIX_PAST = (
 )
 # libhsakmt parses the override as "%u.%u.%u" (major <= 63, minor and stepping <= 255) and
 # fails topology discovery, so every HSA application, on any other value.
+THEROCK_TARGETS = ("https://github.com/ROCm/TheRock/blob/main/cmake/"
+                   "therock_amdgpu_targets.cmake")
 HSAKMT_TOPOLOGY = (
     "https://github.com/ROCm/rocm-systems/blob/develop/projects/rocr-runtime/libhsakmt/src/"
     "topology.c"
@@ -44,8 +47,10 @@ def _t(gfx: str, family: str, group: str, apu: bool, products: str) -> GfxTarget
     return GfxTarget(gfx, family, group, apu, products)
 
 
-# isa_group: LLVM's generic processors gfx9-generic, gfx10-1-generic, gfx10-3-generic,
-# gfx11-generic and gfx12-generic (LLVM_GENERIC). CDNA targets belong to none.
+# isa_group: LLVM's generic processors gfx9-generic, gfx9-4-generic (gfx942 and gfx950; an
+# older revision of the table also lists gfx940 and gfx941), gfx10-1-generic,
+# gfx10-3-generic, gfx11-generic, gfx12-generic and gfx12-5-generic (LLVM_GENERIC). gfx908 and
+# gfx90a belong to none.
 GFX_TARGETS: dict[str, GfxTarget] = {t.gfx: t for t in (
     _t("gfx801", "GCN3 (Carrizo)", "gfx801", True, "A10-8700P, FX-8800P APUs"),
     _t("gfx803", "GCN4 (Polaris/Fiji)", "gfx803", False,
@@ -60,10 +65,10 @@ GFX_TARGETS: dict[str, GfxTarget] = {t.gfx: t for t in (
     _t("gfx90a", "CDNA2", "gfx90a", False, "Instinct MI210/MI250/MI250X"),
     _t("gfx90c", "GCN5 (Vega)", "gfx9", True,
        "Ryzen 4000/5000 APU graphics (Renoir, Cezanne)"),
-    _t("gfx940", "CDNA3", "gfx940", False, "Instinct MI300 (early)"),
-    _t("gfx941", "CDNA3", "gfx941", False, "Instinct MI300 (early)"),
-    _t("gfx942", "CDNA3", "gfx942", False, "Instinct MI300X/MI300A/MI325X"),
-    _t("gfx950", "CDNA4", "gfx950", False, "Instinct MI350X/MI355X"),
+    _t("gfx940", "CDNA3", "gfx9-4", False, "Instinct MI300 (early)"),
+    _t("gfx941", "CDNA3", "gfx9-4", False, "Instinct MI300 (early)"),
+    _t("gfx942", "CDNA3", "gfx9-4", False, "Instinct MI300X/MI300A/MI325X"),
+    _t("gfx950", "CDNA4", "gfx9-4", False, "Instinct MI350X/MI355X"),
     _t("gfx1010", "RDNA1", "gfx10-1", False, "Radeon RX 5700/5700 XT, Pro 5600M"),
     _t("gfx1011", "RDNA1", "gfx10-1", False, "Radeon Pro V520"),
     _t("gfx1012", "RDNA1", "gfx10-1", False, "Radeon RX 5500/5500 XT"),
@@ -89,6 +94,10 @@ GFX_TARGETS: dict[str, GfxTarget] = {t.gfx: t for t in (
     _t("gfx1200", "RDNA4", "gfx12", False, "Radeon RX 9060/9060 XT"),
     _t("gfx1201", "RDNA4", "gfx12", False,
        "Radeon RX 9070/9070 XT/9070 GRE, AI PRO R9700"),
+    # Not in the stored LLVM table yet: TheRock builds it ("AMD Instinct MI450/MI450X/MI455X
+    # CDNA", FAMILY dcgpu-all gfx125X-all); LLVM groups it with gfx1251 in gfx12-5-generic.
+    GfxTarget("gfx1250", "CDNA5", "gfx12-5", False, "Instinct MI450/MI450X/MI455X",
+              THEROCK_TARGETS),
 )}
 
 
@@ -98,17 +107,47 @@ class RocmRelease:
     last: tuple[int, int, int]  # last release with this list (inclusive)
     targets: frozenset[str]
     source: str
+    preview: bool = False  # a 7.9-7.13 technology-preview release
+
+
+def _notes(version: str) -> str:
+    return f"https://rocm.docs.amd.com/en/docs-{version}/about/release-notes.html"
 
 
 _BASE_6 = frozenset({"gfx1100", "gfx1030", "gfx942", "gfx90a", "gfx908"})
 _RDNA4 = frozenset({"gfx1201", "gfx1200", "gfx1101"})
-# Official Linux support lists ("GPU / LLVM target" rows). Releases outside these ranges
-# are not known here (older ones, and the 7.9+ technology-preview stream).
+_P79 = frozenset({"gfx950", "gfx942", "gfx1151"})
+# 7.10 adds MI250X/MI250/MI210, W7900/W7800, RX 7900, W7700/RX 7800 XT, Ryzen AI 300 (gfx1150).
+_P710 = _P79 | {"gfx90a", "gfx1100", "gfx1101", "gfx1150"}
+_P711 = _P710 | {"gfx1201", "gfx1200"}  # "adds support for RDNA 4 and other GPUs"
+# 7.12 adds MI100, RX 7600, Ryzen AI 400 (gfx1150, gfx1152) and Ryzen 200 (gfx1103).
+_P712 = _P711 | {"gfx908", "gfx1102", "gfx1152", "gfx1103"}
+_P713 = _P712 | {"gfx1030"}  # adds MI350P, Radeon PRO W6800/V620, more gfx1152 APUs
+# 7.14 adds Ryzen AI 400 parts with gfx1153; 10.0 keeps the list (data/gpus.yaml of AMD's
+# documentation, the revision with the RX 9050 that 10.0 added).
+_R714 = _P713 | {"gfx1153"}
+PRODUCTION_MATRIX_TO = (7, 2, 99)
+ROCM_GPUS_YAML = "https://github.com/ROCm/rocm-docs/blob/develop/docs/data/gpus.yaml"
+
+# Official Linux support lists ("GPU / LLVM target" rows; for 7.9 on the release notes'
+# hardware tables). Releases outside these ranges are not known here.
 ROCM_RELEASES: tuple[RocmRelease, ...] = (
     RocmRelease((6, 0, 0), (6, 3, 99), _BASE_6, ROCM_MATRIX_PAST),
     RocmRelease((6, 4, 0), (6, 4, 0), _BASE_6, ROCM_MATRIX),
-    RocmRelease((6, 4, 1), (6, 4, 99), _BASE_6 | _RDNA4, ROCM_MATRIX),
+    # "ROCm 6.4.1 introduces support for the RDNA4 architecture-based Radeon AI PRO R9700,
+    # Radeon RX 9070, ... and Radeon RX 9060 XT" (with the W7700 / RX 7800 XT, gfx1101).
+    RocmRelease((6, 4, 1), (6, 4, 99), _BASE_6 | _RDNA4, _notes("6.4.1")),
     RocmRelease((7, 0, 0), (7, 2, 99), _BASE_6 | _RDNA4 | {"gfx950"}, ROCM_MATRIX),
+    RocmRelease((7, 9, 0), (7, 9, 99), _P79,
+                "https://github.com/ROCm/ROCm/releases/tag/therock-7.9.0", preview=True),
+    RocmRelease((7, 10, 0), (7, 10, 99), _P710, _notes("7.10.0"), preview=True),
+    RocmRelease((7, 11, 0), (7, 11, 99), _P711, _notes("7.11.0"), preview=True),
+    RocmRelease((7, 12, 0), (7, 12, 99), _P712, _notes("7.12.0"), preview=True),
+    RocmRelease((7, 13, 0), (7, 13, 99), _P713, _notes("7.13.0"), preview=True),
+    RocmRelease((7, 14, 0), (7, 14, 99), _R714, _notes("7.14.0")),
+    RocmRelease((10, 0, 0), (10, 0, 99), _R714, ROCM_GPUS_YAML),
+    # 10.1.0 "adds support for AMD Radeon AI PRO R9600 GPUs" (no new target named).
+    RocmRelease((10, 1, 0), (10, 1, 99), _R714, _notes("10.1.0")),
 )
 
 
@@ -127,7 +166,13 @@ _ROCM_2353 = "https://github.com/ROCm/ROCm/issues/2353"
 _ROCM_1756 = "https://github.com/ROCm/ROCm/issues/1756"
 _ROCM_2216 = "https://github.com/ROCm/ROCm/issues/2216"
 _OLLAMA_GPU = "https://github.com/ollama/ollama/blob/main/docs/gpu.md"
-_ROCM_3207 = "https://github.com/ROCm/ROCm/issues/3207"
+# An AMD engineer (schung-amd, 2025-04-07): "there are some issues on gfx1102 and gfx1103 when
+# overriding to gfx1100 or gfx1101. Although the ISA is compatible, these architectures have
+# less VGPRs ... if you override a gfx1103 card to gfx1100 some workloads may invoke a kernel
+# which requires more VGPRs than are available." (ROCm's tracker, now ROCm/legacy-rocm-build)
+_ROCM_4557 = "https://github.com/ROCm/ROCm/issues/4557"
+_UNSLOTH_8480 = "https://github.com/unslothai/unsloth/issues/8480"
+_LLAMA_CPP_19949 = "https://github.com/ggml-org/llama.cpp/issues/19949"
 _ROCBLAS_1398 = "https://github.com/ROCm/rocBLAS/issues/1398"
 _LIKELOVEWANT_10 = "https://github.com/likelovewant/ROCmLibs-for-gfx1103-AMD780M-APU/issues/10"
 _LIKELOVEWANT_37 = "https://github.com/likelovewant/ROCmLibs-for-gfx1103-AMD780M-APU/issues/37"
@@ -138,9 +183,14 @@ def _rdna2(gfx: str, source: str) -> tuple[str, tuple[OverrideRule, ...]]:
                               "runs the gfx1030 (RX 6800/6900) code on this RDNA2 GPU"),)
 
 
-def _rdna3(gfx: str, source: str) -> tuple[str, tuple[OverrideRule, ...]]:
+def _rdna3(gfx: str, source: str, caveat: str = "") -> tuple[str, tuple[OverrideRule, ...]]:
     return gfx, (OverrideRule("11.0.0", "gfx1100", source,
-                              "runs the gfx1100 (RX 7900) code on this RDNA3 GPU"),)
+                              "runs the gfx1100 (RX 7900) code on this RDNA3 GPU" + caveat),)
+
+
+# gfx1100, gfx1101 and gfx1151 have the 1536-VGPR register file; the other gfx11 parts 1024.
+_FEWER_VGPRS = ("; the instruction set is the same, but {gfx} has fewer registers than "
+                "gfx1100, so gfx1100 kernels that need them fail on it (AMD, ROCm#4557)")
 
 
 # gfx1033/1035/1036: LLVM lists every gfx103x in gfx10-3-generic with "no restrictions",
@@ -153,8 +203,8 @@ OVERRIDE_RULES: dict[str, tuple[OverrideRule, ...]] = dict((
     _rdna2("gfx1035", LLVM_GENERIC),
     _rdna2("gfx1036", LLVM_GENERIC),
     _rdna3("gfx1101", _LIKELOVEWANT_10),
-    _rdna3("gfx1102", _LIKELOVEWANT_10),
-    _rdna3("gfx1103", _ROCM_3207),
+    _rdna3("gfx1102", _LIKELOVEWANT_10, _FEWER_VGPRS.format(gfx="gfx1102")),
+    _rdna3("gfx1103", _ROCM_4557, _FEWER_VGPRS.format(gfx="gfx1103")),
     ("gfx90c", (OverrideRule("9.0.0", "gfx900", _ROCBLAS_1398,
                              "runs the gfx900 (Vega 10) code on this Vega APU"),)),
     ("gfx902", (OverrideRule("9.0.0", "gfx900", _ROCM_2216,
@@ -165,12 +215,26 @@ OVERRIDE_RULES: dict[str, tuple[OverrideRule, ...]] = dict((
                               "reported to fail with HSA_STATUS_ERROR_INVALID_ISA on gfx1150; "
                               "use a PyTorch build that includes gfx1150 instead",
                               works=False),)),
+    # "The first real allocation runs gfx1100 kernels on gfx1151 silicon and the process dies
+    # with SIGSEGV" (unsloth#8480); one pytorch#164346 reporter ran with it. gfx1151 is
+    # compiled into the rocm7.2 wheels.
+    ("gfx1151", (OverrideRule("11.0.0", "gfx1100", _UNSLOTH_8480,
+                              "reported to crash with SIGSEGV at the first allocation on "
+                              "gfx1151 (and to run for others); use a PyTorch build that "
+                              "includes gfx1151 instead", works=False),)),
+    # "If I manually set the HSA override to 11.5.0, models load and run fine." gfx1150 has
+    # gfx1152's 1024-VGPR register file (regsPerBlock 131072 for both,
+    # https://github.com/ROCm/rocm-libraries/pull/4117), unlike gfx1151 (11.5.1).
+    ("gfx1152", (OverrideRule("11.5.0", "gfx1150", _LLAMA_CPP_19949,
+                              "runs the gfx1150 (Radeon 890M) code on this RDNA3.5 APU, which "
+                              "has the same register file"),)),
 ))
 
 _GFX_RE = re.compile(r"gfx[0-9a-f]{3,4}", re.IGNORECASE)
 _OVERRIDE_RE = re.compile(r"(\d+)\.(\d+)\.(\d+)")
 # Families for targets this table does not list yet, by name prefix.
-_PREFIX_FAMILY = (("gfx120", "RDNA4", "gfx12"), ("gfx115", "RDNA3.5", "gfx11"),
+_PREFIX_FAMILY = (("gfx125", "CDNA5", "gfx12-5"), ("gfx120", "RDNA4", "gfx12"),
+                  ("gfx115", "RDNA3.5", "gfx11"),
                   ("gfx110", "RDNA3", "gfx11"), ("gfx103", "RDNA2", "gfx10-3"),
                   ("gfx101", "RDNA1", "gfx10-1"))
 
@@ -255,3 +319,24 @@ def override_for(gfx: str) -> Optional[OverrideRule]:
 def rocm_native_targets(version: tuple[int, int, int]) -> Optional[RocmRelease]:
     """The official support list of a ROCm release, or None when this table does not know it."""
     return next((r for r in ROCM_RELEASES if r.first <= version <= r.last), None)
+
+
+def rocm_newer_than_known(version: tuple[int, int, int]) -> bool:
+    return version > max(r.last for r in ROCM_RELEASES)
+
+
+def first_release_with(gfx: str) -> Optional[RocmRelease]:
+    """The first release of AMD's production matrix (6.0 to 7.2) that lists a target, or None.
+
+    Later firsts are left out on purpose: the technology previews and TheRock releases list
+    APUs (gfx1103, gfx115x) that AMD's separate Radeon/Ryzen pages may list earlier.
+    """
+    rows = [r for r in ROCM_RELEASES if base_target(gfx) in r.targets and not r.preview
+            and r.first <= PRODUCTION_MATRIX_TO]
+    return min(rows, key=lambda r: r.first, default=None)
+
+
+def release_name(release: RocmRelease) -> str:
+    """"6.4.1", or "7.12.0 (technology preview)"."""
+    name = ".".join(str(p) for p in release.first)
+    return f"{name} (technology preview)" if release.preview else name

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 DMESG_AMDGPU = "sudo dmesg | grep -iE 'amdgpu|kfd'"
+DMESG_GPU = "sudo dmesg | grep -iE 'amdgpu|kfd|nvrm'"
 
 
 @dataclass(frozen=True)
@@ -27,3 +28,14 @@ class KnownMessage:
     yields_to: tuple[str, ...] = ()  # keys of more precise entries that replace this one
     context: Optional[str] = None  # rocmdoctor.explain function that adds specific facts
     variable: Optional[str] = None  # the environment variable an entry is about
+    # How bad the message is where the kernel-log check finds it: "fail" (the GPU or its driver
+    # is unusable), "warn" (a fault or reset that happened and may happen again) or "info".
+    level: str = "warn"
+    # Added for `explain` (every field defaults, so existing entries keep their meaning):
+    container_fix: Optional[str] = None  # the fix inside a container, when it differs
+    container_commands: tuple[str, ...] = ()
+    wsl_fix: Optional[str] = None  # the fix under WSL, when it differs
+    wsl_commands: tuple[str, ...] = ()
+    unless_text: tuple[str, ...] = ()  # anywhere in the text: the entry does not count
+    requires: tuple[str, ...] = ()  # rocmdoctor.explain conditions that must all hold
+    threads: int = 0  # distinct public tracker threads seen with it (0: not counted)

@@ -11,29 +11,55 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
+from rocmdoctor.kb.driver_support import (  # noqa: F401  (read from here by the checks)
+    AMDGPU_DOCS_MATRIX,
+    KMD_ONE_YEAR_RULE_FROM,
+    KMD_SUPPORT,
+    KmdSupport,
+    kmd_supports,
+)
+from rocmdoctor.kb.hip_builds import (  # noqa: F401
+    HIP_BUILDS,
+    HIP_UNKNOWN,
+    HipBuild,
+    hip_build,
+    rocm_of_hip,
+)
+
 PREVIOUS_VERSIONS = "https://pytorch.org/get-started/previous-versions/"
 RELEASE_MATRIX = "https://github.com/pytorch/pytorch/blob/main/RELEASE.md#release-compatibility-matrix"
 VISION_README = "https://github.com/pytorch/vision#installation"
-WHEEL_VARIANTS_210 = (
-    "https://dev-discuss.pytorch.org/t/wheel-variants-for-pytorch-release-2-10-published/3305"
-)
-HF_KERNEL_VARIANTS = "https://huggingface.co/docs/kernels/builder/build-variants"
 UV_TORCH_BACKENDS = "https://github.com/astral-sh/uv/blob/main/crates/uv-torch/src/backend.rs"
 ROCM_MATRIX = "https://rocm.docs.amd.com/en/latest/compatibility/compatibility-matrix.html"
 ROCM_MATRIX_HISTORICAL = (
     "https://github.com/ROCm/ROCm/blob/develop/docs/compatibility/"
     "compatibility-matrix-historical-6.0.csv"
 )
-KMD_MATRIX = (
-    "https://rocm.docs.amd.com/projects/install-on-linux/en/latest/reference/"
-    "user-kernel-space-compat-matrix.html"
-)
+# AMD's driver / user-space table (kb.driver_support); the names stay here for the checks
+# that read them from this module.
+KMD_MATRIX = AMDGPU_DOCS_MATRIX
 WHEEL_BUNDLES_ROCM = "https://github.com/pytorch/pytorch/blob/main/.ci/manywheel/build_rocm.sh"
+MANYWHEEL_BUILD = "https://github.com/pytorch/pytorch/blob/main/.ci/docker/manywheel/build.sh"
 INDEX_BASE = "https://download.pytorch.org/whl/"
 
 
 def _radeon_pool(release: str) -> str:
     return f"https://repo.radeon.com/rocm/apt/{release}/pool/main/h/hip-runtime-amd/"
+
+
+def _matrix(branch: str) -> str:
+    """PyTorch's binary build matrix on a release branch: its "test" channel lists the ROCm and
+    CUDA variants the release candidate of that branch is built for."""
+    return (f"https://github.com/pytorch/test-infra/blob/release/{branch}/tools/scripts/"
+            "generate_binary_build_matrix.py")
+
+
+def _builder(branch: str) -> str:
+    return f"https://github.com/pytorch/builder/blob/release/{branch}/manywheel/build_docker.sh"
+
+
+def _pr(number: int) -> str:
+    return f"https://github.com/pytorch/pytorch/pull/{number}"
 
 
 @dataclass(frozen=True)
@@ -44,80 +70,111 @@ class WheelRelease:
     torchvision: str
     rocm: tuple[str, ...]  # index suffixes after "rocm": "6.2", "6.2.4"
     cuda: tuple[str, ...]  # CUDA versions: "12.6" -> index cu126
-    source: str
+    source: str  # the ROCm and CUDA variants
+    pins_source: str = PREVIOUS_VERSIONS  # the torchvision pin
+    verified: bool = True  # False: the release is seen in install lines, not on a PyTorch page
 
 
 _C118_121 = ("11.8", "12.1")
 _C118_121_124 = ("11.8", "12.1", "12.4")
+_C126_128_130 = ("12.6", "12.8", "13.0")
+_C126_130_132 = ("12.6", "13.0", "13.2")
+# torch 2.14.1 / torchvision 0.29.1: dozens of install lines against download.pytorch.org
+# (cpu, cu126, rocm7.2, rocm7.14) and reports of "torch 2.14.1+rocm7.2" with HIP 7.2.53211;
+# no stored PyTorch page lists it.
+_INSTALL_LINES_2141 = "https://download.pytorch.org/whl/torch/"
 
-# torchvision pins: previous-versions page (exact patch pairs); ROCm variants per release from
-# the same page, RELEASE.md's matrix, the 2.10 wheel-variants post and HF kernel build variants.
+# ROCm variants: the "test" channel of each release branch's build matrix (the "release"
+# channel there is the previous release's). torch 2.0.x: only rocm5.4.2 is on the previous-
+# versions page; release/2.1's "release" channel also names 5.3, but no 2.0.x+rocm5.3 wheel is
+# documented, so it is left out. torchvision pins: the previous-versions page.
 WHEELS: tuple[WheelRelease, ...] = (
     WheelRelease("2.0.0", "0.15.1", ("5.4.2",), ("11.7", "11.8"), PREVIOUS_VERSIONS),
     WheelRelease("2.0.1", "0.15.2", ("5.4.2",), ("11.7", "11.8"), PREVIOUS_VERSIONS),
-    WheelRelease("2.1.0", "0.16.0", ("5.6",), _C118_121, PREVIOUS_VERSIONS),
-    WheelRelease("2.1.1", "0.16.1", ("5.6",), _C118_121, PREVIOUS_VERSIONS),
-    WheelRelease("2.1.2", "0.16.2", ("5.6",), _C118_121, PREVIOUS_VERSIONS),
-    WheelRelease("2.2.0", "0.17.0", ("5.6",), _C118_121, PREVIOUS_VERSIONS),
-    WheelRelease("2.2.1", "0.17.1", ("5.7",), _C118_121, PREVIOUS_VERSIONS),
-    WheelRelease("2.2.2", "0.17.2", ("5.7",), _C118_121, PREVIOUS_VERSIONS),
-    WheelRelease("2.3.0", "0.18.0", ("6.0",), _C118_121, PREVIOUS_VERSIONS),
-    WheelRelease("2.3.1", "0.18.1", ("6.0",), _C118_121, PREVIOUS_VERSIONS),
-    WheelRelease("2.4.0", "0.19.0", ("6.1",), _C118_121_124, PREVIOUS_VERSIONS),
-    WheelRelease("2.4.1", "0.19.1", ("6.1",), _C118_121_124, PREVIOUS_VERSIONS),
-    WheelRelease("2.5.0", "0.20.0", ("6.1", "6.2"), _C118_121_124, PREVIOUS_VERSIONS),
-    WheelRelease("2.5.1", "0.20.1", ("6.1", "6.2"), _C118_121_124, PREVIOUS_VERSIONS),
-    WheelRelease("2.6.0", "0.21.0", ("6.1", "6.2.4"), ("11.8", "12.4", "12.6"),
-                 PREVIOUS_VERSIONS),
-    WheelRelease("2.7.0", "0.22.0", ("6.2.4", "6.3"), ("11.8", "12.6", "12.8"),
-                 PREVIOUS_VERSIONS),
-    WheelRelease("2.7.1", "0.22.1", ("6.2.4", "6.3"), ("11.8", "12.6", "12.8"),
-                 PREVIOUS_VERSIONS),
-    WheelRelease("2.8.0", "0.23.0", ("6.3", "6.4"), ("12.6", "12.8", "12.9"),
-                 HF_KERNEL_VARIANTS),
-    WheelRelease("2.9.0", "0.24.0", ("6.4",), ("12.6", "12.8", "13.0"), PREVIOUS_VERSIONS),
-    WheelRelease("2.9.1", "0.24.1", ("6.4",), ("12.6", "12.8", "13.0"), PREVIOUS_VERSIONS),
-    WheelRelease("2.10.0", "0.25.0", ("7.0", "7.1"), ("12.6", "12.8", "13.0"),
-                 WHEEL_VARIANTS_210),
-    WheelRelease("2.11.0", "0.26.0", ("7.1", "7.2"), ("12.6", "12.8", "13.0"),
-                 HF_KERNEL_VARIANTS),
-    WheelRelease("2.12.0", "0.27.0", ("7.1", "7.2"), ("12.6", "13.0", "13.2"),
-                 HF_KERNEL_VARIANTS),
-    WheelRelease("2.13.0", "0.28.0", ("7.2",), ("12.6", "13.0", "13.2"), RELEASE_MATRIX),
-    WheelRelease("2.14.0", "0.29.0", ("7.14",), ("12.6", "13.0", "13.2"), RELEASE_MATRIX),
-    WheelRelease("2.14.1", "0.29.1", ("7.14",), ("12.6", "13.0", "13.2"), RELEASE_MATRIX),
+    WheelRelease("2.1.0", "0.16.0", ("5.5", "5.6"), _C118_121, _matrix("2.1")),
+    WheelRelease("2.1.1", "0.16.1", ("5.5", "5.6"), _C118_121, _matrix("2.1")),
+    WheelRelease("2.1.2", "0.16.2", ("5.5", "5.6"), _C118_121, _matrix("2.1")),
+    WheelRelease("2.2.0", "0.17.0", ("5.6", "5.7"), _C118_121, _matrix("2.2")),
+    WheelRelease("2.2.1", "0.17.1", ("5.6", "5.7"), _C118_121, _matrix("2.2")),
+    WheelRelease("2.2.2", "0.17.2", ("5.6", "5.7"), _C118_121, _matrix("2.2")),
+    WheelRelease("2.3.0", "0.18.0", ("5.7", "6.0"), _C118_121, _matrix("2.3")),
+    WheelRelease("2.3.1", "0.18.1", ("5.7", "6.0"), _C118_121, _matrix("2.3")),
+    WheelRelease("2.4.0", "0.19.0", ("6.0", "6.1"), _C118_121_124, _matrix("2.4")),
+    WheelRelease("2.4.1", "0.19.1", ("6.0", "6.1"), _C118_121_124, _matrix("2.4")),
+    WheelRelease("2.5.0", "0.20.0", ("6.1", "6.2"), _C118_121_124, _matrix("2.5")),
+    WheelRelease("2.5.1", "0.20.1", ("6.1", "6.2"), _C118_121_124, _matrix("2.5")),
+    WheelRelease("2.6.0", "0.21.0", ("6.1", "6.2.4"), ("11.8", "12.4", "12.6"), _matrix("2.6")),
+    WheelRelease("2.7.0", "0.22.0", ("6.2.4", "6.3"), ("11.8", "12.6", "12.8"), _matrix("2.7")),
+    WheelRelease("2.7.1", "0.22.1", ("6.2.4", "6.3"), ("11.8", "12.6", "12.8"), _matrix("2.7")),
+    WheelRelease("2.8.0", "0.23.0", ("6.3", "6.4"), ("12.6", "12.8", "12.9"), _matrix("2.8")),
+    WheelRelease("2.9.0", "0.24.0", ("6.3", "6.4"), _C126_128_130, _matrix("2.9")),
+    WheelRelease("2.9.1", "0.24.1", ("6.3", "6.4"), _C126_128_130, _matrix("2.9")),
+    WheelRelease("2.10.0", "0.25.0", ("7.0", "7.1"), _C126_128_130, _matrix("2.10")),
+    WheelRelease("2.11.0", "0.26.0", ("7.1", "7.2"), _C126_128_130, _matrix("2.11")),
+    WheelRelease("2.12.0", "0.27.0", ("7.1", "7.2"), _C126_130_132, _matrix("2.12")),
+    WheelRelease("2.12.1", "0.27.1", ("7.1", "7.2"), _C126_130_132, _matrix("2.12"),
+                 pins_source=_matrix("2.12")),  # CURRENT_STABLE_VERSION = "2.12.1"
+    WheelRelease("2.13.0", "0.28.0", ("7.1", "7.2"), _C126_130_132, _matrix("2.13"),
+                 pins_source=RELEASE_MATRIX),
+    WheelRelease("2.14.0", "0.29.0", ("7.2", "7.14"), _C126_130_132, _matrix("2.14"),
+                 pins_source=RELEASE_MATRIX),
+    WheelRelease("2.14.1", "0.29.1", ("7.2", "7.14"), _C126_130_132, _matrix("2.14"),
+                 pins_source=_INSTALL_LINES_2141, verified=False),
 )
 
 
 @dataclass(frozen=True)
-class HipBuild:
-    """A `torch.version.hip` / HIP runtime version and the ROCm releases that shipped it."""
+class WheelTargets:
+    """The gfx targets compiled into the torch wheels of some releases on some indexes
+    (PYTORCH_ROCM_ARCH of the wheel build)."""
 
-    hip: str  # "6.2.41133" (major.minor.build, without the git hash)
-    releases: tuple[str, ...]
+    torch: tuple[str, ...]  # torch major.minor releases: ("2.7", "2.8", "2.9")
+    rocm: tuple[str, ...]  # index suffixes
+    targets: tuple[str, ...]
     source: str
+    verified: bool = True  # False: read at a later commit than the release's own tag
 
 
-HIP_BUILDS: tuple[HipBuild, ...] = (
-    HipBuild("6.0.32830", ("6.0.0",), _radeon_pool("6.0")),
-    HipBuild("6.0.32831", ("6.0.1", "6.0.2"), _radeon_pool("6.0.2")),
-    HipBuild("6.1.40091", ("6.1.0",), _radeon_pool("6.1")),
-    HipBuild("6.1.40092", ("6.1.1",), ROCM_MATRIX_HISTORICAL),
-    HipBuild("6.1.40093", ("6.1.2",), ROCM_MATRIX_HISTORICAL),
-    # AMD's Radeon/WSL release 6.1.3 kept HIP 6.1.40093 (torch 2.1.2+rocm6.1.3 reports it).
-    HipBuild("6.1.40093", ("6.1.3",), "https://github.com/ROCm/ROCm/issues/3581"),
-    HipBuild("6.2.41133", ("6.2.0",), _radeon_pool("6.2")),
-    HipBuild("6.2.41134", ("6.2.1", "6.2.2", "6.2.4"), ROCM_MATRIX_HISTORICAL),
-    HipBuild("6.3.42131", ("6.3.0",), _radeon_pool("6.3")),
-    HipBuild("6.3.42133", ("6.3.1",), ROCM_MATRIX_HISTORICAL),
-    HipBuild("6.4.43482", ("6.4.0",), ROCM_MATRIX),
-    HipBuild("6.4.43484", ("6.4.2", "6.4.3"), _radeon_pool("6.4.2")),
-    HipBuild("7.0.51830", ("7.0.0",), ROCM_MATRIX),
-    HipBuild("7.0.51831", ("7.0.1",), _radeon_pool("7.0.1")),
-    HipBuild("7.1.25424", ("7.1.0",), _radeon_pool("7.1")),
-    HipBuild("7.1.52802", ("7.1.1",), ROCM_MATRIX),
-    HipBuild("7.2.26015", ("7.2.0",), _radeon_pool("7.2")),
-    HipBuild("7.2.53211", ("7.2.1", "7.2.2", "7.2.3", "7.2.4"), ROCM_MATRIX),
+def _w(torch: str, rocm: str, targets: str, source: str, verified: bool = True) -> WheelTargets:
+    return WheelTargets(tuple(torch.split()), tuple(rocm.split()), tuple(targets.split()),
+                        source, verified)
+
+
+_T20 = "gfx900 gfx906 gfx908 gfx90a gfx1030"
+_T21 = _T20 + " gfx1100"
+_T23 = "gfx900 gfx906 gfx908 gfx90a gfx942 gfx1030 gfx1100"
+_T26 = _T23 + " gfx1101"
+_T27 = _T26 + " gfx1102 gfx1200 gfx1201"
+_T210 = _T27 + " gfx950"
+_T211 = _T210 + " gfx1150 gfx1151"
+_T214_THEROCK = ("gfx908 gfx90a gfx942 gfx950 gfx1030 gfx1100 gfx1101 gfx1102 gfx1103 gfx1200 "
+                 "gfx1201 gfx1150 gfx1151")
+
+# The list depends on the torch release, not only on the index: rocm6.2.4 carries 2.6.0
+# without RDNA4 and 2.7.x with it.
+WHEEL_TARGETS: tuple[WheelTargets, ...] = (
+    # PYTORCH_ROCM_ARCH="gfx900;gfx906;gfx908" + ";gfx90a;gfx1030" from ROCm 4.3 on.
+    _w("2.0", "5.4.2", _T20, _builder("2.0")),
+    _w("2.1 2.2", "5.5 5.6 5.7", _T21, _builder("2.2")),
+    _w("2.3", "5.7", _T21, _builder("2.3")),
+    # 'if [[ $ROCM_VERSION_INT -ge 60000 ]]; then PYTORCH_ROCM_ARCH+=";gfx942"'
+    _w("2.3 2.4", "6.0 6.1", _T23, _builder("2.4")),
+    _w("2.5", "6.1 6.2", _T23, UV_TORCH_BACKENDS),
+    _w("2.6", "6.1 6.2.4", _T26, _pr(141667)),  # "[ROCm] add gfx1101 to wheels"
+    # gfx1102 (#147761) and gfx1200/gfx1201 (#148562) entered the wheels after 2.6.
+    _w("2.7 2.8 2.9", "6.2.4 6.3 6.4", _T27, _pr(148562)),
+    # uv's lists for rocm7.0/7.1 (read from 2.10 wheels) have no gfx1150/gfx1151.
+    _w("2.10", "7.0 7.1", _T210, UV_TORCH_BACKENDS),
+    _w("2.11 2.12", "7.1", _T210, UV_TORCH_BACKENDS),
+    _w("2.11 2.12", "7.2", _T211, UV_TORCH_BACKENDS),
+    # "[ROCm] Add gfx1103 to wheel build arch list" (landed 2026-04, before the 2.13 branch).
+    # rocm7.1 may carry gfx1150/gfx1151 too (the build script builds both with one list); not
+    # seen in a wheel, so left out.
+    _w("2.13", "7.1", _T210 + " gfx1103", _pr(179653)),
+    _w("2.13", "7.2", _T211 + " gfx1103", _pr(179653)),
+    _w("2.14", "7.2", _T211 + " gfx1103", MANYWHEEL_BUILD, verified=False),
+    # The 7.14 wheels build on TheRock's multi-arch packages, without gfx900/gfx906.
+    _w("2.14", "7.14", _T214_THEROCK, MANYWHEEL_BUILD, verified=False),
 )
 
 
@@ -128,48 +185,8 @@ class IndexTargets:
     rocm: str  # index suffix
     targets: tuple[str, ...]
     source: str
+    verified: bool = True
 
-
-_GFX_BASE = ("gfx900", "gfx906", "gfx908", "gfx90a", "gfx942", "gfx1030", "gfx1100")
-_GFX_RDNA3 = _GFX_BASE + ("gfx1101", "gfx1102")
-_GFX_RDNA4 = _GFX_RDNA3 + ("gfx1200", "gfx1201")
-
-# uv read these with torch.cuda.get_arch_list() from each index; PyTorch's own build script
-# (.ci/docker/manywheel/build.sh, PYTORCH_ROCM_ARCH) lists the same targets for current builds.
-INDEX_TARGETS: tuple[IndexTargets, ...] = (
-    IndexTargets("6.0", _GFX_BASE, UV_TORCH_BACKENDS),
-    IndexTargets("6.1", _GFX_BASE + ("gfx1101",), UV_TORCH_BACKENDS),
-    IndexTargets("6.2", _GFX_BASE, UV_TORCH_BACKENDS),
-    IndexTargets("6.2.4", _GFX_RDNA4, UV_TORCH_BACKENDS),
-    IndexTargets("6.3", _GFX_RDNA4, UV_TORCH_BACKENDS),
-    IndexTargets("6.4", _GFX_RDNA4, UV_TORCH_BACKENDS),
-    IndexTargets("7.0", _GFX_RDNA4 + ("gfx950",), UV_TORCH_BACKENDS),
-    IndexTargets("7.1", _GFX_RDNA4 + ("gfx950",), UV_TORCH_BACKENDS),
-    IndexTargets("7.2", _GFX_RDNA4 + ("gfx950", "gfx1150", "gfx1151"), UV_TORCH_BACKENDS),
-)
-
-
-@dataclass(frozen=True)
-class KmdSupport:
-    """AMD's tested pairs of kernel driver (KMD, by ROCm release) and user-space releases."""
-
-    kmd: str  # "6.2" for the 6.2.x driver
-    user_space: tuple[str, ...]
-    source: str
-
-
-# From ROCm 6.4 on, AMD supports driver and user space "up to a year apart" instead of a table.
-KMD_ONE_YEAR_RULE_FROM = (6, 4)
-KMD_SUPPORT: tuple[KmdSupport, ...] = (
-    KmdSupport("6.4", ("6.1", "6.2", "6.3", "6.4"), KMD_MATRIX),
-    KmdSupport("6.3", ("6.1", "6.2", "6.3", "6.4"), KMD_MATRIX),
-    KmdSupport("6.2", ("6.0", "6.1", "6.2", "6.3", "6.4"), KMD_MATRIX),
-    KmdSupport("6.1", ("5.7", "6.0", "6.1", "6.2", "6.3", "6.4"), KMD_MATRIX),
-    KmdSupport("6.0", ("5.6", "5.7", "6.0", "6.1", "6.2"), KMD_MATRIX),
-    KmdSupport("5.7", ("5.5", "5.6", "5.7", "6.0", "6.1"), KMD_MATRIX),
-    KmdSupport("5.6", ("5.4", "5.5", "5.6", "5.7", "6.0"), KMD_MATRIX),
-    KmdSupport("5.5", ("5.3", "5.4", "5.5", "5.6", "5.7"), KMD_MATRIX),
-)
 
 # --- version helpers -----------------------------------------------------------------------
 
@@ -220,22 +237,14 @@ def torch_for_torchvision(torchvision_version: str) -> Optional[str]:
     return None
 
 
-def hip_build(hip: str) -> Optional[HipBuild]:
-    """The ROCm releases of a torch.version.hip string like "6.2.41133-dd7f95766"."""
-    key = ".".join(str(p) for p in version_tuple(hip.split("-", 1)[0])[:3])
-    rows = [row for row in HIP_BUILDS if row.hip == key]
-    if not rows:
-        return None
-    releases = tuple(r for row in rows for r in row.releases)
-    return HipBuild(key, releases, rows[0].source)
+def newest_torch() -> WheelRelease:
+    return max(WHEELS, key=lambda w: version_tuple(w.torch))
 
 
-def rocm_of_hip(hip: str) -> Optional[str]:
-    """ROCm major.minor of a HIP version string ("7.2.26015-fc0010cf6a" -> "7.2")."""
-    v = version_tuple(hip.split("-", 1)[0])
-    if len(v) < 2:
-        return None
-    return f"{v[0]}.{v[1]}"
+def torch_newer_than_known(torch_version: str) -> bool:
+    """A torch release (major.minor.patch) newer than every row of WHEELS."""
+    v = version_tuple(torch_version)[:3]
+    return len(v) >= 2 and v > version_tuple(newest_torch().torch)
 
 
 def rocm_indexes() -> list[str]:
@@ -288,18 +297,47 @@ def targets_of_index(rocm: str) -> Optional[IndexTargets]:
 
 
 def first_index_with(gfx: str) -> Optional[IndexTargets]:
-    """The oldest ROCm index whose wheels include a gfx target."""
+    """The oldest ROCm index whose newest wheels include a gfx target."""
     for row in sorted(INDEX_TARGETS, key=lambda r: version_tuple(r.rocm)):
         if gfx in row.targets:
             return row
     return None
 
 
-def kmd_supports(kmd_rocm: str, user_space_rocm: str) -> Optional[bool]:
-    """Whether AMD tested a driver release with a user-space release (None: not in the table)."""
-    kmd = version_tuple(kmd_rocm)[:2]
-    user = version_tuple(user_space_rocm)[:2]
-    for row in KMD_SUPPORT:
-        if version_tuple(row.kmd) == kmd:
-            return any(version_tuple(u) == user for u in row.user_space)
+def wheel_targets(torch_version: str, rocm: str) -> Optional[WheelTargets]:
+    """The target list of one torch release's wheels on one ROCm index."""
+    minor = ".".join(str(p) for p in version_tuple(torch_version)[:2])
+    return next((t for t in WHEEL_TARGETS if minor in t.torch and rocm in t.rocm), None)
+
+
+def added_on_index(gfx: str, rocm: str) -> Optional[WheelRelease]:
+    """The torch release from which one index's wheels include `gfx`, when earlier releases on
+    that index lack it (rocm6.2.4: gfx1201 from 2.7.0); None otherwise."""
+    on_index = sorted((w for w in WHEELS if rocm in w.rocm), key=lambda w: version_tuple(w.torch))
+    having = [w for w in on_index
+              if (row := wheel_targets(w.torch, rocm)) is not None and gfx in row.targets]
+    return having[0] if having and having[0] is not on_index[0] else None
+
+
+def first_wheel_with(gfx: str) -> Optional[tuple[WheelRelease, str, WheelTargets]]:
+    """(torch release, index, target row) of the first official wheel compiled for `gfx`."""
+    for wheel in sorted(WHEELS, key=lambda w: version_tuple(w.torch)):
+        for rocm in sorted(wheel.rocm, key=version_tuple):
+            row = wheel_targets(wheel.torch, rocm)
+            if row is not None and gfx in row.targets:
+                return wheel, rocm, row
     return None
+
+
+def _newest_targets(rocm: str) -> IndexTargets:
+    newest = max((w for w in WHEELS if rocm in w.rocm), key=lambda w: version_tuple(w.torch))
+    minor = ".".join(str(p) for p in version_tuple(newest.torch)[:2])
+    row = next(t for t in WHEEL_TARGETS if minor in t.torch and rocm in t.rocm)
+    return IndexTargets(rocm, row.targets, row.source, row.verified)
+
+
+# What `pip install torch --index-url .../rocmX.Y` gives today, from 6.0 on (older indexes:
+# WHEEL_TARGETS).
+INDEX_TARGETS: tuple[IndexTargets, ...] = tuple(
+    _newest_targets(r) for r in ("6.0", "6.1", "6.2", "6.2.4", "6.3", "6.4", "7.0", "7.1", "7.2",
+                                 "7.14"))

@@ -6,9 +6,10 @@ import json
 from collections.abc import Mapping
 from typing import Any, Optional
 
+from rocmdoctor import schemas
 from rocmdoctor.model import CheckResult, Report
 
-SCHEMA = "rocmdoctor.check/1"
+SCHEMA = schemas.CHECK
 
 
 def result_to_dict(r: CheckResult) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Optional
 
+from rocmdoctor import schemas
 from rocmdoctor.model import RawSection, Report, ReportFacts, Status
 from rocmdoctor.redact import Redactor, redact_tree
 from rocmdoctor.render.check_json import report_to_dict
@@ -131,7 +132,7 @@ def render_text(report: Report, facts: ReportFacts, redactor: Redactor) -> str:
 
 def render_report_json(report: Report, facts: ReportFacts, redactor: Redactor) -> str:
     data = {
-        "schema": "rocmdoctor.report/1",
+        "schema": schemas.REPORT,
         "environment": dict(facts.header),
         "gpus": list(facts.gpus),
         "check": report_to_dict(report),

@@ -23,7 +23,6 @@ import json
 import os
 import queue
 import signal
-import subprocess
 import sys
 import threading
 import time
@@ -31,12 +30,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import IO, Any, Callable, Optional
 
+from rocmdoctor.host import process
 from rocmdoctor.tuners.bench.spec import BenchSpec
 
 STATES = ("ok", "oom", "crashed", "timeout", "pruned", "error")
 STDERR_TAIL_LINES = 40
 _EMPTY: Mapping[str, str] = {}
-_LIVE: set[subprocess.Popen[str]] = set()  # children running now (kill_all on Ctrl-C)
+_LIVE: set[process.Popen[str]] = set()  # children running now (kill_all on Ctrl-C)
 _LIVE_LOCK = threading.Lock()
 
 
@@ -45,7 +45,7 @@ def kill_all() -> None:
     with _LIVE_LOCK:
         procs = list(_LIVE)
     for proc in procs:
-        _kill_group(proc)
+        process.kill_group(proc)
 
 
 @dataclass(frozen=True)
@@ -73,6 +73,7 @@ def run_bench_child(
     cwd: Optional[str] = None,
     on_event: Optional[Callable[[dict[str, Any]], None]] = None,
     cancel: Optional[threading.Event] = None,
+    base_env: Optional[Mapping[str, str]] = None,
 ) -> TrialOutcome:
     """Run one benchmark in a child process and return how it ended.
 
@@ -80,20 +81,17 @@ def run_bench_child(
     False kills the child (state "pruned"). `on_event` sees every protocol event (progress
     display). Past `timeout_s` the child's whole process group is killed (state "timeout").
     When `cancel` is set (Ctrl-C seen by another thread) the child is killed and
-    KeyboardInterrupt raised here, as if Ctrl-C had reached this thread.
+    KeyboardInterrupt raised here, as if Ctrl-C had reached this thread. The child's
+    environment is `base_env` (default: this process's) with `env_patch` over it.
     """
     start = time.monotonic()
     problems = spec.problems()
     if problems:
         return TrialOutcome("error", None, "; ".join(problems), "", None, 0.0)
-    env = {**os.environ, **env_patch}
+    env = {**(os.environ if base_env is None else base_env), **env_patch}
     env["PYTHONUNBUFFERED"] = "1"
     try:
-        proc = subprocess.Popen(
-            worker_argv(python), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, env=env, cwd=cwd, start_new_session=True,
-            text=True, encoding="utf-8", errors="replace",
-        )
+        proc = process.spawn(worker_argv(python), env=env, cwd=cwd, stdin=process.PIPE)
     except OSError as exc:
         return TrialOutcome("error", None, f"cannot start {worker_argv(python)[0]}: "
                             f"{exc.strerror or exc}", "", None, time.monotonic() - start)
@@ -106,7 +104,7 @@ def run_bench_child(
             _LIVE.discard(proc)
 
 
-def _watch(proc: subprocess.Popen[str], spec: BenchSpec, start: float, timeout_s: float,
+def _watch(proc: process.Popen[str], spec: BenchSpec, start: float, timeout_s: float,
            on_window: Optional[Callable[[int, float], bool]],
            on_event: Optional[Callable[[dict[str, Any]], None]],
            cancel: Optional[threading.Event]) -> TrialOutcome:
@@ -130,25 +128,25 @@ def _watch(proc: subprocess.Popen[str], spec: BenchSpec, start: float, timeout_s
         if ended_by == "cancelled":
             raise KeyboardInterrupt
     except BaseException:  # Ctrl-C or a failing callback: never leave the child running
-        _kill_group(proc)
+        process.kill_group(proc)
         proc.wait()
         raise
     deadline = start + timeout_s
     if ended_by:
-        _kill_group(proc)
+        process.kill_group(proc)
     exit_hung = False
     wait_until = time.monotonic() + max(5.0, deadline - time.monotonic())
     returncode: Optional[int] = None
     while returncode is None:
         try:
             returncode = proc.wait(timeout=0.25)
-        except subprocess.TimeoutExpired:
+        except process.TimeoutExpired:
             if cancel is not None and cancel.is_set():
-                _kill_group(proc)
+                process.kill_group(proc)
                 proc.wait()
                 raise KeyboardInterrupt from None
             if time.monotonic() >= wait_until:
-                _kill_group(proc)  # closed stdout but never exited
+                process.kill_group(proc)  # closed stdout but never exited
                 returncode = proc.wait()
                 exit_hung = True
                 if final is None or final.get("event") != "result":
@@ -264,11 +262,3 @@ def _tail_sink(tail: collections.deque[str]) -> Callable[[Optional[str]], None]:
             tail.append(line.rstrip("\n")[:2000])
 
     return sink
-
-
-def _kill_group(proc: subprocess.Popen[str]) -> None:
-    """SIGKILL the child's whole session: a hung GPU process may ignore SIGTERM."""
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass

@@ -13,9 +13,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
+from rocmdoctor import schemas
 from rocmdoctor.tuners.bench.render import get, gib, num, pct, strip_lines
 
-SCHEMA = "rocmdoctor.bench/1"
+SCHEMA = schemas.BENCH
 
 
 class CompareError(Exception):

@@ -10,6 +10,10 @@ import os
 import platform
 from typing import Any, Callable, Optional
 
+from rocmdoctor.facts.amdgpu_module import dkms_version
+from rocmdoctor.facts.cpu import cpu_info
+from rocmdoctor.facts.nvidia_gpus import proc_driver_version
+from rocmdoctor.host.live import LiveHost
 from rocmdoctor.redact import looks_secret
 from rocmdoctor.tuners.bench.spec import BenchSpec
 
@@ -57,6 +61,17 @@ def apply_settings(torch: Any, spec: BenchSpec) -> tuple[dict[str, Any], dict[st
                 continue
         elif key == "num_threads":
             torch.set_num_threads(value)
+        elif key == "rocm_fa_library":
+            chooser = getattr(torch.backends.cuda, "preferred_rocm_fa_library", None)
+            if chooser is None or not torch.version.hip:
+                unsupported[key] = (f"torch {torch.__version__} has no "
+                                    "backends.cuda.preferred_rocm_fa_library on this build")
+                continue
+            try:
+                chooser(value)
+            except (RuntimeError, ValueError) as exc:
+                unsupported[key] = str(exc).strip().splitlines()[0][:200]
+                continue
         # compile_mode and seed are read where they are used
         applied[key] = value
     return applied, unsupported
@@ -112,31 +127,53 @@ def device_info(torch: Any, device: Any) -> dict[str, Any]:
 
 
 def _cpu_name() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+    return cpu_info(_host()).model or platform.processor() or platform.machine()
 
 
 def _driver_version(rocm: bool) -> Optional[str]:
-    path = "/sys/module/amdgpu/version" if rocm else "/proc/driver/nvidia/version"
-    try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read().strip()
-    except OSError:
-        return f"in-kernel amdgpu ({platform.release()})" if rocm else None
-    if rocm:
-        return text
-    for word in text.split():
-        if word.count(".") >= 1 and word.replace(".", "").isdigit():
-            return word
-    return text.splitlines()[0][:120] if text else None
+    if not rocm:
+        return proc_driver_version(_host())
+    return dkms_version(_host()) or f"in-kernel amdgpu ({platform.release()})"
+
+
+_HOST: Optional[LiveHost] = None
+
+
+def _host() -> LiveHost:
+    """The worker's view of its machine, through rocmdoctor's readers (one per process)."""
+    global _HOST
+    if _HOST is None:
+        _HOST = LiveHost()
+    return _HOST
 
 
 def amdsmi_handle(torch: Any, device: Any) -> Optional[Callable[[], Any]]:
     getter = getattr(torch.cuda, "_get_amdsmi_handler", None)  # maps HIP index -> amdsmi
     return (lambda: getter(device)) if getter is not None and torch.version.hip else None
+
+
+def implemented_optimizer(torch: Any, optimizer: Any, impl: Optional[str]
+                          ) -> tuple[Any, Optional[str]]:
+    """The workload's optimizer built again with the implementation `impl` (for-loop, foreach
+    or fused: torch.optim's `foreach=` and `fused=`,
+    https://docs.pytorch.org/docs/stable/optim.html#algorithms), and why not when this torch
+    or device refuses it (the optimizer is then kept as it was)."""
+    if impl is None:
+        return optimizer, None
+    cls = type(optimizer)
+    flags = {"for-loop": {"foreach": False, "fused": False},
+             "foreach": {"foreach": True, "fused": False},
+             "fused": {"foreach": False, "fused": True}}[impl]
+    import inspect
+
+    accepted = inspect.signature(cls).parameters
+    missing = [name for name, on in flags.items() if on and name not in accepted]
+    if missing:
+        return optimizer, f"{cls.__name__} in torch {torch.__version__} has no {missing[0]}="
+    defaults = {k: v for k, v in optimizer.defaults.items() if k in accepted}
+    defaults.update({k: v for k, v in flags.items() if k in accepted})
+    params = [p for group in optimizer.param_groups for p in group["params"]]
+    try:
+        return cls(params, **defaults), None
+    except (RuntimeError, ValueError, TypeError) as exc:
+        return optimizer, str(exc).strip().splitlines()[0][:200]

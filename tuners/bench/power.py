@@ -28,12 +28,13 @@ import json
 import math
 import os
 import re
-import subprocess
 import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any, Callable, Optional
+
+from rocmdoctor.host import process
 
 Reading = tuple[Optional[float], Optional[float]]  # (watts, utilisation %)
 
@@ -186,12 +187,10 @@ class RocmSmiSource(PowerSource):
             raise RuntimeError(f"rocm-smi reports no power for {card}")
 
     def read(self) -> Reading:
-        try:
-            proc = subprocess.run(["rocm-smi", "--showpower", "--showuse", "--json"],
-                                  capture_output=True, text=True, timeout=5)
-        except (OSError, subprocess.TimeoutExpired):
+        done = process.run_command(["rocm-smi", "--showpower", "--showuse", "--json"], 5.0)
+        if done.timed_out or done.not_found:
             return None, None
-        return parse_rocm_smi_json(proc.stdout).get(self._card, (None, None))
+        return parse_rocm_smi_json(done.stdout).get(self._card, (None, None))
 
 
 class NvidiaSmiStream(PowerSource):
@@ -200,10 +199,10 @@ class NvidiaSmiStream(PowerSource):
     name = "nvidia-smi"
 
     def __init__(self, device: str) -> None:
-        self._proc = subprocess.Popen(
+        self._proc = process.spawn(
             ["nvidia-smi", f"--id={device}", "--query-gpu=power.draw,utilization.gpu",
              "--format=csv,noheader,nounits", "-lms", "100"],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+            stderr=process.DEVNULL, own_session=False)
         self._latest: Reading = (None, None)
         self._thread = threading.Thread(target=self._pump, daemon=True)
         self._thread.start()

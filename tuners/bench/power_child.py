@@ -18,13 +18,13 @@ import json
 import os
 import select
 import signal
-import subprocess
 import sys
 import threading
 import time
 from collections.abc import Sequence
 from typing import Any, Optional
 
+from rocmdoctor.host import process
 from rocmdoctor.tuners.bench import power
 
 READY = "ready"
@@ -84,16 +84,14 @@ class ProcessSampler:
         self.source = source
         self.argv = [python or sys.executable, "-m", "rocmdoctor.tuners.bench.power_child", *args,
                      "--hz", str(hz)]
-        self._proc: Optional[subprocess.Popen[str]] = None
+        self._proc: Optional[process.Popen[str]] = None
         self._energy0: Optional[float] = None
         self._t0 = 0.0
 
     def start(self) -> None:
         """Start the child and wait until it samples; raises RuntimeError if it cannot."""
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-        self._proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL,
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                      text=True, env=env)
+        self._proc = process.spawn(self.argv, env=env, own_session=False)
         assert self._proc.stdout is not None
         readable, _, _ = select.select([self._proc.stdout], [], [], START_TIMEOUT_S)
         line = self._proc.stdout.readline() if readable else ""
@@ -108,7 +106,7 @@ class ProcessSampler:
         self._proc.kill()
         try:
             _, err = self._proc.communicate(timeout=5)
-        except subprocess.TimeoutExpired:
+        except process.TimeoutExpired:
             err = ""
         lines = [ln for ln in (err or "").splitlines() if ln.strip()]
         return lines[-1][:200] if lines else ""
@@ -120,7 +118,7 @@ class ProcessSampler:
         self._proc.send_signal(signal.SIGTERM)
         try:
             out, err = self._proc.communicate(timeout=10)
-        except subprocess.TimeoutExpired:
+        except process.TimeoutExpired:
             out, err = "", self._kill()
         self.source.close()
         samples: list[tuple[float, Optional[float], Optional[float]]] = []

@@ -34,6 +34,13 @@ SETTINGS: dict[str, tuple[type, str]] = {
     "num_threads": (int, "torch.set_num_threads (CPU intra-op threads)"),
     "compile_mode": (str, "torch.compile mode when compile is on: default | reduce-overhead | "
                           "max-autotune | max-autotune-no-cudagraphs"),
+    "optimizer_impl": (str, "the optimizer's implementation: for-loop | foreach | fused (the "
+                            "workload's optimizer built again with foreach= or fused=; "
+                            "recorded as unsupported where this torch or device lacks it)"),
+    "sdpa_backend": (str, "torch.nn.attention.sdpa_kernel around each step: flash | efficient "
+                          "| math | cudnn (scaled_dot_product_attention's kernel)"),
+    "rocm_fa_library": (str, "torch.backends.cuda.preferred_rocm_fa_library on ROCm: aotriton "
+                             "| ck (which flash-attention library SDPA uses)"),
     "seed": (int, "torch.manual_seed for the weights and the synthetic data (default 0)"),
     "min_warmup_s": (float, "after `warmup` steps, keep warming up until the steps after the "
                             "first have run this long (default 2.0 on a GPU, 0 on the CPU): "
@@ -48,6 +55,9 @@ _CHOICES: dict[str, tuple[str, ...]] = {
     "matmul_precision": ("highest", "high", "medium"),
     "preferred_blas": ("cublas", "cublaslt", "hipblaslt", "ck", "default"),
     "compile_mode": ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"),
+    "optimizer_impl": ("for-loop", "foreach", "fused"),
+    "sdpa_backend": ("flash", "efficient", "math", "cudnn"),
+    "rocm_fa_library": ("aotriton", "ck"),
 }
 
 

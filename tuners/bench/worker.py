@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import importlib
 import json
 import os
 import resource
@@ -24,13 +25,14 @@ import sys
 import time
 from typing import IO, TYPE_CHECKING, Any, Callable, Optional, Union
 
-from rocmdoctor import __version__
+from rocmdoctor import __version__, schemas
 from rocmdoctor.kb.peaks import peak_for
 from rocmdoctor.tuners.bench.environment import (
     amdsmi_handle,
     apply_settings,
     device_info,
     effective_flags,
+    implemented_optimizer,
     knob_env,
 )
 from rocmdoctor.tuners.bench.metrics import noise_warning, step_stats, window_sizes
@@ -40,7 +42,7 @@ if TYPE_CHECKING:
     from rocmdoctor.tuners.bench import power
     from rocmdoctor.tuners.bench.power_child import ProcessSampler
 
-SCHEMA = "rocmdoctor.bench/1"
+SCHEMA = schemas.BENCH
 EXIT_ERROR, EXIT_OOM = 2, 3
 OOM_TEXT = ("out of memory", "hipErrorOutOfMemory", "can't allocate memory",
             "CUDNN_STATUS_ALLOC_FAILED")
@@ -125,6 +127,12 @@ def run(spec: BenchSpec, emit: Callable[[dict[str, Any]], None], fault: str) -> 
         if isinstance(inputs, torch.Tensor) and inputs.dim() == 4:
             inputs = inputs.contiguous(memory_format=torch.channels_last)
     optimizer = work.optimizer(list(model.parameters()))
+    optimizer, refused = implemented_optimizer(torch, optimizer,
+                                               spec.settings.get("optimizer_impl"))
+    if refused:
+        unsupported["optimizer_impl"] = refused
+        applied.pop("optimizer_impl", None)
+    attention = _sdpa_context(torch, spec.settings.get("sdpa_backend"), unsupported)
     amp = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(spec.precision)
     scaler = torch.amp.GradScaler(device.type) if spec.precision == "fp16" else None
     runner: Callable[..., Any] = model
@@ -141,7 +149,7 @@ def run(spec: BenchSpec, emit: Callable[[dict[str, Any]], None], fault: str) -> 
             raise getattr(torch, "OutOfMemoryError", MemoryError)(
                 "injected out of memory (ROCMDOCTOR_TEST_FAULT=oom)")
         optimizer.zero_grad(set_to_none=True)
-        with autocast():
+        with autocast(), attention():
             loss = work.loss_fn(runner(inputs), targets)
         if scaler is not None:  # GradScaler.step syncs the host once per step (found_inf)
             scaler.scale(loss).backward()
@@ -283,6 +291,23 @@ def _timed_window(torch: Any, step: Callable[[], None], size: int, cuda: bool) -
         events[k + 1].record()
     events[-1].synchronize()  # the only host wait of the window
     return [events[k].elapsed_time(events[k + 1]) / 1000.0 for k in range(size)]
+
+
+def _sdpa_context(torch: Any, backend: Optional[str], unsupported: dict[str, str]
+                  ) -> Callable[[], contextlib.AbstractContextManager[Any]]:
+    """A context manager factory that restricts scaled_dot_product_attention to `backend`
+    (torch.nn.attention.sdpa_kernel, torch >= 2.3), or does nothing."""
+    if backend is None:
+        return contextlib.nullcontext
+    try:
+        attention = importlib.import_module("torch.nn.attention")
+        chosen = {"flash": "FLASH_ATTENTION", "efficient": "EFFICIENT_ATTENTION",
+                  "math": "MATH", "cudnn": "CUDNN_ATTENTION"}[backend]
+        kind = getattr(attention.SDPBackend, chosen)
+    except (ImportError, AttributeError) as exc:
+        unsupported["sdpa_backend"] = f"torch {torch.__version__}: {exc}"[:200]
+        return contextlib.nullcontext
+    return lambda: attention.sdpa_kernel([kind])
 
 
 def _pick_device(torch: Any, wanted: str) -> Any:

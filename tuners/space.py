@@ -1,10 +1,10 @@
-"""The search: which knobs apply here, how a trial's parameters become a child process, and
-the Optuna study that remembers every trial (SQLite by default, so a tune can resume).
+"""The search space: which knobs apply here, how Optuna's point becomes a trial (a BenchSpec
+plus an environment patch), and the seed points tried first.
 
 Data flows one way: `plan_space` reads the knob table (`rocmdoctor.tuners.knobs`) with the
 platform probe, the user's spec and environment; `suggest` asks Optuna for one point;
-`materialize` turns it into a BenchSpec plus an environment patch; `records` reads the
-finished trials back for the verdict and the reports. Nothing here runs a benchmark.
+`materialize` turns it into a BenchSpec plus an environment patch. Nothing here runs a
+benchmark or touches the study's storage (rocmdoctor.tuners.study does).
 """
 
 from __future__ import annotations
@@ -14,8 +14,6 @@ import hashlib
 import json
 import os
 import re
-import time
-import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional
@@ -25,18 +23,6 @@ from rocmdoctor.tuners.bench.spec import BenchSpec
 
 if TYPE_CHECKING:
     import optuna
-
-# A trial whose throughput stays below this fraction of the best finished trial's median, over
-# at least PRUNE_MIN_WINDOWS measured windows, is stopped early.
-PRUNE_RATIO = 0.5
-PRUNE_MIN_WINDOWS = 3
-ATTR = "rocmdoctor"  # study user attribute holding the space signature and workload
-DONE_STATES = ("ok", "oom", "crashed", "timeout", "pruned", "error")
-STDERR_KEEP = 4000
-
-
-class StudyMismatch(Exception):
-    """The named study was created for another workload or search space."""
 
 
 @dataclass(frozen=True)
@@ -134,7 +120,7 @@ def _dynamic_choices(knob: kb.Knob, spec: BenchSpec, platform: kb.Platform,
                      ) -> tuple[tuple[str, ...], str, dict[str, Any], Optional[str]]:
     if knob.name == "batch_size":
         if not batch_sizes:
-            return (), "", {}, "give --batch-sizes to search it"
+            return (), "", {}, f"no batch size but yours ({spec.batch_size}) to try here"
         sizes = sorted(set(batch_sizes) | {spec.batch_size})
         return (tuple(str(b) for b in sizes), str(spec.batch_size),
                 {str(b): b for b in sizes}, None)
@@ -198,7 +184,8 @@ def _sm_ok(precision: str, platform: kb.Platform) -> bool:
 
 def plan_space(platform: kb.Platform, spec: BenchSpec, env: Mapping[str, str],
                space: str = "default", keep_precision: bool = False,
-               batch_sizes: Sequence[int] = (), allow_test_knobs: bool = False) -> SearchSpace:
+               batch_sizes: Sequence[int] = (), allow_test_knobs: bool = False,
+               keep_batch_size: bool = False) -> SearchSpace:
     """The knobs to search here, each with its choices and the user's current choice.
 
     `space` is default | env | full, or a comma-separated list of knob names. Raises
@@ -220,6 +207,8 @@ def plan_space(platform: kb.Platform, spec: BenchSpec, env: Mapping[str, str],
         reason = _why_not(knob, platform, spec, env)
         if knob.name == "precision" and keep_precision:
             reason = f"--keep-precision keeps {spec.precision}"
+        if knob.name == "batch_size" and keep_batch_size:
+            reason = f"--keep-batch-size keeps {spec.batch_size}"
         if reason is None and knob.requires:
             for req, label in knob.requires:
                 if any(pk.name == req for pk in planned):
@@ -311,71 +300,16 @@ def tunableop_env(plan: TrialPlan, tuning: bool) -> dict[str, str]:
             "PYTORCH_TUNABLEOP_TUNING": "1" if tuning else "0"}
 
 
-def study_name(spec: BenchSpec, space: SearchSpace, platform: kb.Platform,
-               keep_precision: bool) -> str:
-    """A stable name per workload, search space and machine, so the same command resumes."""
-    machine = {k: v for k, v in platform.to_dict().items() if k != "device_count"}
-    key = json.dumps([spec.to_dict(), space.signature(), machine, keep_precision],
-                     sort_keys=True, default=str)
-    model = re.sub(r"[^A-Za-z0-9_.-]+", "-", spec.model)[:40]
-    return f"{model}-{hashlib.sha256(key.encode()).hexdigest()[:10]}"
-
-
-def cache_dir(env: Mapping[str, str]) -> str:
-    """$XDG_CACHE_HOME/rocmdoctor/tune (default ~/.cache/rocmdoctor/tune)."""
-    base = env.get("XDG_CACHE_HOME") or os.path.join(
-        env.get("HOME") or os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "rocmdoctor", "tune")
-
-
-def default_storage(env: Mapping[str, str], name: str) -> str:
-    return "sqlite:///" + os.path.join(cache_dir(env), f"{name}.db")
-
-
-def make_sampler(space: SearchSpace, max_trials: Optional[int], seed: int
-                 ) -> optuna.samplers.BaseSampler:
-    """Exhaustive (in a seeded random order) when the space is small enough to finish;
-    otherwise multivariate TPE, which models interactions such as precision x layout."""
-    import optuna
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        if space.size() <= max(2 * (max_trials or 24), 32):
-            return optuna.samplers.BruteForceSampler(seed=seed)
-        return optuna.samplers.TPESampler(seed=seed, multivariate=True, group=True,
-                                          n_startup_trials=min(10, max(4, space.size() // 8)))
-
-
-def open_study(name: str, storage: str, space: SearchSpace, workload: Mapping[str, Any],
-               sampler: optuna.samplers.BaseSampler) -> optuna.Study:
-    """Create or load the study; a study made for another space or workload is refused."""
-    import optuna
-
-    optuna.logging.set_verbosity(optuna.logging.ERROR)
-    study = optuna.create_study(study_name=name, storage=storage, sampler=sampler,
-                                direction="maximize", load_if_exists=True)
-    mine = {"signature": space.signature(), "workload": dict(workload)}
-    stored = study.user_attrs.get(ATTR)
-    if stored is None:
-        study.set_user_attr(ATTR, mine)
-    elif stored.get("signature") != mine["signature"] or \
-            stored.get("workload") != json.loads(json.dumps(mine["workload"])):
-        raise StudyMismatch(f"study {name!r} in {storage} was made for another workload or "
-                            "search space; pick another --study name")
-    if not study.trials:
-        study.enqueue_trial(space.baseline_params(), user_attrs={"baseline": True})
-        for params in seed_params(space):
-            study.enqueue_trial(params, user_attrs={"seed": True})
-    return study
-
-
 HALF_PRECISIONS = ("bf16", "fp16")
 
 
 def seed_params(space: SearchSpace) -> list[dict[str, str]]:
     """The points tried right after your settings: every knob at the choice its source expects
-    to be faster (`Knob.fast`), once with your precision and once with each half precision in
-    the space. Points equal to your settings, or to each other, are left out."""
+    to be faster (`Knob.fast`), with each half precision in the space and then with your
+    precision, in the order of their expected gain (a half precision halves the bytes every
+    kernel moves and runs on the matrix units: docs.pytorch.org/docs/stable/amp.html; bf16
+    before fp16, which needs a GradScaler and its synchronisation every step). Points equal to
+    your settings, or to each other, are left out."""
     fast: dict[str, str] = {}
     for pk in space.knobs:
         if pk.knob.fast == "max":
@@ -383,9 +317,10 @@ def seed_params(space: SearchSpace) -> list[dict[str, str]]:
         elif pk.knob.fast in pk.labels:
             fast[pk.name] = str(pk.knob.fast)
     precision = space.get("precision")
-    choices: list[Optional[str]] = [None]
+    choices: list[Optional[str]] = []
     if precision is not None:
         choices += [p for p in HALF_PRECISIONS if p in precision.labels and p != precision.baseline]
+    choices.append(None)
     seeds: list[dict[str, str]] = []
     baseline = space.baseline_params()
     for half in choices:
@@ -397,139 +332,3 @@ def seed_params(space: SearchSpace) -> list[dict[str, str]]:
         if params != baseline and params not in seeds:
             seeds.append(params)
     return seeds
-
-
-STALE_S = 3 * 3600.0  # a trial of another machine with no recorded deadline is dead after
-
-
-def owner_id(host: str, pid: int) -> str:
-    """Who runs a trial: "host:pid" (machines may share a study through --storage)."""
-    return f"{host}:{pid}"
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # exists, owned by someone else
-        return True
-    return True
-
-
-def _abandoned(trial: optuna.trial.FrozenTrial, host: str, now: float) -> bool:
-    """A RUNNING trial nobody runs any more: started by a tune on this machine whose process
-    is gone, or by another machine so long ago that it cannot still be running. A tune on
-    another machine sharing the study keeps its running trials."""
-    owner = str(trial.user_attrs.get("owner") or "")
-    if not owner:
-        return True
-    # epoch seconds recorded by the tune itself: no time zone in them. Past it, no tune can
-    # still run the trial, on this machine either (its pid may belong to another process now,
-    # or to a machine of the same name).
-    deadline = trial.user_attrs.get("deadline_at")
-    if isinstance(deadline, (int, float)) and now > deadline:
-        return True
-    owner_host, _, pid = owner.rpartition(":")
-    if owner_host == host:
-        return not (pid.isdigit() and int(pid) != os.getpid() and _pid_alive(int(pid)))
-    if isinstance(deadline, (int, float)):
-        return False
-    started = trial.user_attrs.get("started_at")
-    return not isinstance(started, (int, float)) or now - started > STALE_S
-
-
-def recover(study: optuna.Study, host: str = "",
-            baseline: Optional[Mapping[str, str]] = None) -> list[int]:
-    """Mark trials left running by a killed tune as interrupted, and queue each interrupted
-    trial again (once): it was not finished, so it is not counted and not lost. `host` is
-    this machine's name: trials another live tune is running are left alone. `baseline`:
-    your settings, for a baseline trial cut off before it had its parameters."""
-    from optuna.trial import TrialState
-
-    now = time.time()
-    _mark_interrupted(study, [t for t in study.get_trials(deepcopy=False,
-                                                           states=(TrialState.RUNNING,))
-                              if _abandoned(t, host, now)])
-    trials = study.get_trials(deepcopy=False)
-    retried = {t.user_attrs.get("retry_of") for t in trials}
-    queued = []
-    for trial in trials:
-        state = trial.user_attrs.get("state") or unrecorded_state(trial)
-        if state == "interrupted" and trial.number not in retried:
-            attrs = {"retry_of": trial.number}
-            params = dict(trial.params or trial.system_attrs.get("fixed_params") or {})
-            if trial.user_attrs.get("baseline"):
-                attrs["baseline"] = True
-                params = params or dict(baseline or {})
-            if not params:  # cut off before it had a point: the sampler picks anew
-                continue
-            study.enqueue_trial(params, user_attrs=attrs)
-            queued.append(trial.number)
-    return queued
-
-
-def release(study: optuna.Study, owner: str) -> list[int]:
-    """Mark the trials `owner` (this tune, see owner_id) still has RUNNING as interrupted:
-    after Ctrl-C, a trial whose thread could not record its end (a second Ctrl-C cut it
-    short) must not look like one a live tune runs."""
-    from optuna.trial import TrialState
-
-    mine = [t for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
-            if t.user_attrs.get("owner") == owner]
-    _mark_interrupted(study, mine)
-    return [t.number for t in mine]
-
-
-def _mark_interrupted(study: optuna.Study, trials: Sequence[optuna.trial.FrozenTrial]) -> None:
-    from optuna.exceptions import UpdateFinishedTrialError
-    from optuna.trial import TrialState
-
-    storage = study._storage
-    for trial in trials:
-        try:
-            storage.set_trial_user_attr(trial._trial_id, "message",
-                                        "the tune stopped while this trial ran")
-            storage.set_trial_user_attr(trial._trial_id, "state", "interrupted")
-            storage.set_trial_state_values(trial._trial_id, TrialState.FAIL)
-        except UpdateFinishedTrialError:
-            pass  # its own tune recorded its end after all, since it was read as running
-
-
-def unrecorded_state(trial: optuna.trial.FrozenTrial) -> str:
-    """The state of a trial that recorded none: a failure without an outcome means the tune
-    itself stopped inside it (Ctrl-C between two statements), so it did not finish."""
-    from optuna.trial import TrialState
-
-    return "interrupted" if trial.state == TrialState.FAIL else trial.state.name.lower()
-
-
-def params_key(params: Mapping[str, Any]) -> str:
-    return json.dumps(dict(sorted(params.items())))
-
-
-def done_keys(trials: Sequence[Mapping[str, Any]]) -> set[str]:
-    """Parameter sets already measured to an end (not interrupted, not skipped), of trials
-    as the tune reads them (rocmdoctor.tuners.tune.trial_dict)."""
-    return {params_key(t["params"]) for t in trials if t["state"] in DONE_STATES}
-
-
-class WindowPruner:
-    """Stops a trial whose measured windows stay clearly below the best finished trial."""
-
-    def __init__(self, best: Optional[float], report: Any = None) -> None:
-        self.best = best
-        self.report = report
-        self.windows: list[float] = []
-
-    def __call__(self, index: int, samples_per_s: float) -> bool:
-        self.windows.append(samples_per_s)
-        if self.report is not None:
-            self.report(samples_per_s, index)
-        if self.best is None or len(self.windows) < PRUNE_MIN_WINDOWS:
-            return True
-        return max(self.windows) >= PRUNE_RATIO * self.best
-
-
-def trimmed_tail(text: str) -> str:
-    return text[-STDERR_KEEP:]

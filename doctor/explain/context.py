@@ -1,0 +1,129 @@
+"""What `rocmdoctor explain` knows about the situation around a message: the conditions an
+entry may require (`requires`), the environment whose fix applies (a container, WSL), and the
+resolvers (`context`) that add facts from the message itself or from the machine.
+
+Every machine fact comes through the Host (a live machine or a snapshot); facts modules are
+imported lazily and any failure there counts as "not known", so an answer never depends on a
+fact that could not be read.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Callable, Optional
+
+if TYPE_CHECKING:
+    from rocmdoctor.host import Host
+
+_I = re.IGNORECASE | re.MULTILINE
+CONTAINER_TEXT = re.compile(
+    r"\bdocker(?:-compose)? (?:run|exec|compose|start)\b|Error response from daemon|\bpodman\b|"
+    r"\bsingularity\b|\bapptainer\b|\bkubectl\b|kubepods|/\.dockerenv|\broot@[0-9a-f]{12}:|"
+    r"/dockerx\b|\bFlatpak\b|/app/extensions/", _I)
+WSL_TEXT = re.compile(r"microsoft-standard-WSL|/usr/lib/wsl/|\bWSL ?2?\b|/dev/dxg", _I)
+NVIDIA_TEXT = re.compile(r"NVIDIA GeForce|GeForce (?:GTX|RTX)|NVIDIA-SMI \d|\bQuadro\b|"
+                         r"\bTesla [KPVTA]\d", _I)
+AMD_TEXT = re.compile(r"\bRadeon\b|\bgfx[0-9]{3}|\bInstinct\b|\bamdgpu\b|AMD GPU", _I)
+OVERRIDE_TEXT = re.compile(r"HSA_OVERRIDE_GFX_VERSION\s*[=:]\s*[\"']?\d", _I)
+MASK_TEXT = re.compile(r"\b(CUDA|HIP|ROCR)_VISIBLE_DEVICES\s*=\s*([\w,.-]+)", _I)
+MASKS = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")
+
+
+@dataclass
+class Context:
+    """What a resolver adds: notes, and commands that replace the entry's generic ones."""
+
+    notes: list[str] = field(default_factory=list)
+    commands: list[str] = field(default_factory=list)
+
+
+class Situation:
+    """The text and the machine it came with, asked lazily and once."""
+
+    def __init__(self, text: str, host: Optional[Host]) -> None:
+        self.text = text
+        self.host = host
+        self._memo: dict[str, object] = {}
+
+    def _ask(self, key: str, compute: Callable[[], object]) -> object:
+        if key not in self._memo:
+            try:
+                self._memo[key] = compute()
+            except Exception:  # noqa: BLE001 - an unreadable fact is an unknown fact
+                self._memo[key] = None
+        return self._memo[key]
+
+    def env(self) -> dict[str, str]:
+        host = self.host
+        value = self._ask("env", lambda: dict(host.env) if host is not None else {})
+        return value if isinstance(value, dict) else {}
+
+    def _host_signals(self, name: str) -> list[str]:
+        host = self.host
+        if host is None:
+            return []
+
+        def compute() -> list[str]:
+            from rocmdoctor.facts import platform
+
+            assert host is not None
+            if name == "container":
+                return list(platform.container_signals(host))
+            if name == "wsl":
+                return [host.platform.kernel_release] if platform.is_wsl(host) else []
+            if name == "amd":
+                return list(platform.amd_signals(host))
+            return list(platform.nvidia_signals(host))
+
+        value = self._ask("host:" + name, compute)
+        return value if isinstance(value, list) else []
+
+    def environment(self) -> tuple[str, str]:
+        """("wsl" | "container" | "host", why): WSL first, since a container under WSL is
+        still served through WSL's GPU path."""
+        wsl = WSL_TEXT.search(self.text)
+        if wsl:
+            return "wsl", f"the text shows {wsl.group(0).strip()!r}"
+        if self._host_signals("wsl"):
+            return "wsl", f"this machine runs {self._host_signals('wsl')[0]}"
+        container = CONTAINER_TEXT.search(self.text)
+        if container:
+            return "container", f"the text shows {container.group(0).strip()!r}"
+        signals = self._host_signals("container")
+        if signals:
+            return "container", signals[0]
+        return "host", ""
+
+    def masks(self) -> dict[str, str]:
+        """Visibility masks set in the text (export lines, environments) or on this machine."""
+        found = {m.group(1).upper() + "_VISIBLE_DEVICES": m.group(2)
+                 for m in MASK_TEXT.finditer(self.text)}
+        found.update({k: v for k, v in self.env().items() if k in MASKS})
+        return found
+
+    def holds(self, condition: str) -> bool:
+        test = CONDITIONS.get(condition)
+        return bool(test and test(self))
+
+
+def _nvidia_machine(s: Situation) -> bool:
+    if s._host_signals("amd"):
+        return False
+    if s._host_signals("nvidia"):
+        return True
+    return bool(NVIDIA_TEXT.search(s.text)) and not AMD_TEXT.search(s.text)
+
+
+CONDITIONS: dict[str, Callable[[Situation], bool]] = {
+    "override_set": lambda s: bool(OVERRIDE_TEXT.search(s.text)) or any(
+        k.startswith("HSA_OVERRIDE_GFX_VERSION") for k in s.env()),
+    "nvidia_machine": _nvidia_machine,
+    "not_nvidia": lambda s: not _nvidia_machine(s),
+    "wsl": lambda s: s.environment()[0] == "wsl",
+    "container": lambda s: s.environment()[0] == "container",
+    "mask_set": lambda s: bool(s.masks()),
+    "both_masks": lambda s: {"HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES"} <= set(s.masks()),
+    "lsmod_missing": lambda s: bool(re.search(r"lsmod: (?:command )?not found", s.text, _I)),
+    "nvidia_dkms": lambda s: bool(re.search(r"/dkms/nvidia/|dkms install nvidia", s.text, _I)),
+}

@@ -1,0 +1,228 @@
+"""The layers are a tested rule (docs/architecture.md): who may import whom, where child
+processes start, and what the console entry point loads.
+
+The rules are read from the source with `ast` (import-linter cannot follow the setuptools
+package-dir mapping that makes checks/ and tuners/ subpackages of rocmdoctor). Imports
+under `if TYPE_CHECKING:` are for annotations only and do not count.
+"""
+
+from __future__ import annotations
+
+import ast
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+import pytest
+
+from tests.helpers import repo_root
+
+ROOT = Path(repo_root())
+FOLDERS = {"doctor": "rocmdoctor", "checks": "rocmdoctor.checks", "tuners": "rocmdoctor.tuners"}
+
+# What each part may import of rocmdoctor (a part always may import itself). "root" is the
+# package itself (`from rocmdoctor import __version__`), "schemas" the leaf that names formats.
+LEAVES = {"root", "schemas"}
+ALLOWED: dict[str, set[str]] = {
+    "checks": {"model", "host", "facts", "kb"} | LEAVES,
+    "render": {"model", "fleet", "redact"} | LEAVES,
+    "kb": {"model"},
+    "facts": {"host", "kb", "model"} | LEAVES,
+    "host": {"redact"} | LEAVES,
+    "model": set(),
+    "redact": set(),
+    "schemas": set(),
+    "root": set(),
+    "fleet": {"model"} | LEAVES,
+    "runner": {"facts", "host", "model"} | LEAVES,
+    "explain": {"kb", "facts", "host", "model", "redact"} | LEAVES,
+    "tuners.bench": {"host", "facts", "kb", "model", "redact"} | LEAVES,
+    "tuners": {"tuners.bench", "host", "facts", "kb", "model", "redact"} | LEAVES,
+    "__main__": {"cli"},
+    "cli": {"checks", "render", "host", "facts", "kb", "model", "runner", "explain", "fleet",
+            "redact", "tuners", "tuners.bench"} | LEAVES,
+}
+# Modules that run by path in the Python that trains, without rocmdoctor importable there:
+# they start their own children (the ranks), inside the process group host/process.py gave them.
+STANDALONE = {"rocmdoctor.host.collectives_launch", "rocmdoctor.host.collectives_rank",
+              "rocmdoctor.host.probe_child"}
+RUNNER = "rocmdoctor.host.process"
+
+
+@dataclass(frozen=True)
+class Import:
+    module: str  # the importing module
+    target: str  # the imported module (or package), absolute
+    line: int
+
+
+def module_name(path: Path) -> str:
+    rel = path.relative_to(ROOT)
+    base = FOLDERS[rel.parts[0]]
+    parts = [p for p in rel.with_suffix("").parts[1:] if p != "__init__"]
+    return ".".join([base, *parts])
+
+
+def part_of(module: str) -> str:
+    """The layer a rocmdoctor module belongs to."""
+    parts = module.split(".")[1:]
+    if not parts:
+        return "root"
+    if parts[0] == "tuners":
+        return "tuners.bench" if len(parts) > 1 and parts[1] == "bench" else "tuners"
+    return parts[0]
+
+
+def _type_checking_lines(tree: ast.AST) -> set[int]:
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for child in node.body:
+                lines.update(range(child.lineno, (child.end_lineno or child.lineno) + 1))
+    return lines
+
+
+def imports_of(source: str, module: str) -> list[Import]:
+    """Every runtime import in a module's source, as absolute names."""
+    tree = ast.parse(source)
+    typing_only = _type_checking_lines(tree)
+    found = []
+    for node in ast.walk(tree):
+        if getattr(node, "lineno", None) in typing_only:
+            continue
+        if isinstance(node, ast.Import):
+            found += [Import(module, alias.name, node.lineno) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.append(Import(module, node.module, node.lineno))
+            # `from rocmdoctor.tuners import study` imports the module rocmdoctor.tuners.study
+            found += [Import(module, f"{node.module}.{alias.name}", node.lineno)
+                      for alias in node.names if node.module.startswith("rocmdoctor")]
+    return found
+
+
+def all_sources() -> dict[str, str]:
+    out = {}
+    for folder in FOLDERS:
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            out[module_name(path)] = path.read_text(encoding="utf-8")
+    return out
+
+
+def violations(sources: dict[str, str]) -> list[str]:
+    """Every import that breaks a rule, as 'module:line imports target (rule)'."""
+    known = set(sources) | {".".join(m.split(".")[:-1]) for m in sources}
+    bad = []
+    for module, source in sources.items():
+        part = part_of(module)
+        found = imports_of(source, module)
+        # `from rocmdoctor.facts import torch` is an import of rocmdoctor.facts.torch: the
+        # package on the same line is not counted on its own.
+        deeper = {(i.line, i.target.rpartition(".")[0]) for i in found if i.target in known}
+        for imp in found:
+            if (imp.line, imp.target) in deeper:
+                continue
+            where = f"{module}:{imp.line} imports {imp.target}"
+            top = imp.target.split(".")[0]
+            if top in ("subprocess",) and module != RUNNER and module not in STANDALONE:
+                bad.append(f"{where} (child processes start through {RUNNER})")
+            if top in ("checks", "tuners", "doctor"):
+                bad.append(f"{where} (import from rocmdoctor...)")
+            if top != "rocmdoctor" or imp.target not in known:
+                continue  # another package, or a name imported from a module
+            target_part = part_of(imp.target)
+            if target_part == part:
+                if part == "checks" and not module.endswith(".registry") and \
+                        imp.target not in ("rocmdoctor.checks",) and imp.target != module:
+                    bad.append(f"{where} (a check never imports another check)")
+                continue
+            if target_part not in ALLOWED.get(part, set()):
+                bad.append(f"{where} ({part} may import only "
+                           f"{', '.join(sorted(ALLOWED.get(part, set()))) or 'nothing'})")
+    return bad
+
+
+def test_the_code_keeps_every_layer_rule() -> None:
+    assert violations(all_sources()) == []
+
+
+@pytest.mark.parametrize(("module", "source", "rule"), [
+    ("rocmdoctor.checks.kfd_access", "from rocmdoctor.checks.amdgpu_driver import X\n",
+     "a check never imports another check"),
+    ("rocmdoctor.render.report", "from rocmdoctor.facts.torch import torch_info\n",
+     "render may import only"),
+    ("rocmdoctor.kb.gfx", "def f():\n    from rocmdoctor.facts import topology\n",
+     "kb may import only model"),
+    ("rocmdoctor.facts.pci", "from rocmdoctor.checks import registry\n", "facts may import"),
+    ("rocmdoctor.host.live", "from rocmdoctor.facts.platform import is_wsl\n",
+     "host may import only"),
+    ("rocmdoctor.tuners.bench.worker", "from rocmdoctor.tuners import study\n",
+     "tuners.bench may import only"),
+    ("rocmdoctor.tuners.tune", "from rocmdoctor.render.terminal import MARKS\n",
+     "tuners may import only"),
+    ("rocmdoctor.tuners.knobs", "import subprocess\n", "child processes start through"),
+    ("rocmdoctor.checks.x", "from checks.registry import all_checks\n", "import from rocmdoctor"),
+])
+def test_a_broken_rule_is_caught(module: str, source: str, rule: str) -> None:
+    sources = all_sources()
+    sources[module] = source
+    found = [v for v in violations(sources) if v.startswith(module + ":")]
+    assert len(found) == 1 and rule in found[0], found
+
+
+def test_imports_for_annotations_only_do_not_count() -> None:
+    source = ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+              "    from rocmdoctor.host import Host\n")
+    assert imports_of(source, "rocmdoctor.model") == [
+        Import("rocmdoctor.model", "typing", 1),
+    ]
+
+
+def _loaded_by(code: str) -> set[str]:
+    done = subprocess.run([sys.executable, "-c", code + "\nimport sys\n"
+                           "print('\\n'.join(sorted(sys.modules)))"],
+                          capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    return set(done.stdout.split())
+
+
+def _heavy(modules: set[str]) -> list[str]:
+    return sorted(m for m in modules if m.split(".")[0] in ("torch", "optuna")
+                  or m.startswith("rocmdoctor.tuners") or m.startswith("rocmdoctor.checks"))
+
+
+def test_the_entry_point_and_its_help_load_no_tuner_torch_or_optuna() -> None:
+    assert _heavy(_loaded_by("import rocmdoctor.cli")) == []
+    help_run = ("from rocmdoctor.cli.app import app\n"
+                "try:\n    app(args=['--help'])\nexcept SystemExit:\n    pass")
+    assert _heavy(_loaded_by(help_run)) == []
+    # `check --help` loads its own command module and nothing of the tuner
+    check_help = help_run.replace("['--help']", "['check', '--help']")
+    loaded = _loaded_by(check_help)
+    assert "rocmdoctor.cli.check" in loaded and _heavy(loaded) == []
+
+
+def _help_seconds() -> float:
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "rocmdoctor", "--help"], capture_output=True,
+                   check=True, timeout=60)
+    return time.perf_counter() - start
+
+
+def test_help_answers_within_a_third_of_a_second() -> None:
+    runs = [_help_seconds() for _ in range(5)]
+    # The fastest of five: the machine's own noise (other processes) only slows a run down.
+    assert min(runs) <= 0.3, f"rocmdoctor --help took {statistics.median(runs):.3f} s (median)"
+
+
+def test_every_command_description_is_the_commands_own() -> None:
+    from rocmdoctor.cli.app import COMMANDS, load_command
+
+    for name, spec in COMMANDS.items():
+        command = load_command(name)
+        own: Optional[str] = command.help
+        first = " ".join((own or "").split("\n\n")[0].split())
+        assert first == spec.help, name

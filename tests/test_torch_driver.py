@@ -1,0 +1,107 @@
+"""torch-rocm-match: torch's bundled ROCm user space judged against the loaded amdgpu driver.
+
+The driver release comes from /sys/module/amdgpu/version through the module-version table
+(kb.driver_support, from AMD's amdgpu-dkms package names), and the verdict from AMD's
+driver / user-space table (amdgpu-docs compatibility matrix). The machine is the MI300X of the
+vLLM collect_env capture with an official wheel swapped in, as in tests/test_torch_checks.py.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from rocmdoctor.checks.torch_rocm_match import TorchRocmMatch
+from rocmdoctor.kb import KB_DATE
+from rocmdoctor.kb import driver_support as drivers
+from rocmdoctor.kb import torch_wheels as tw
+from rocmdoctor.model import Finding, Fix, Status
+from tests.test_torch_checks import MI300X_ENV, probe_from_collect_env, rocm_host, whole
+
+BUNDLED = ("torch {} carries its own ROCm user-space libraries, so the system ROCm version need "
+           "not match it")
+
+
+def official(version: str, hip: str) -> dict[str, Any]:
+    probe = probe_from_collect_env(MI300X_ENV, device_count=8, arch_list=["gfx942"],
+                                   bundles_rocm=True)
+    probe["torch"].update(version=version, hip=hip)
+    return probe
+
+
+def test_torch_2_11_rocm72_on_rocm_643_and_its_own_driver_is_tested() -> None:
+    # AMD's table: "6.4.x", "6.1.x, 6.2.x, 6.3.x, 6.4.x, 7.0.x, 7.1.x, 7.2.x". ROCm 6.4's
+    # amdgpu-dkms is 6.12.12.604xx, so /sys/module/amdgpu/version reads 6.12.12.
+    host = rocm_host(official("2.11.0+rocm7.2", "7.2.53211"), rocm_version="6.4.3-128",
+                     dkms="6.12.12")
+    result = TorchRocmMatch().run(host)
+    assert whole(result) == (
+        Status.PASS, "torch built for ROCm 7.2.1-7.2.4 (HIP 7.2.53211); system ROCm 6.4.3",
+        (Finding.info(BUNDLED.format("2.11.0+rocm7.2")),
+         Finding.info("the amdgpu-dkms driver 6.12.12 (AMD GPU Driver 6.4.x) is tested with "
+                      "ROCm 7.2 user space")), None)
+
+
+def test_torch_2_10_rocm70_on_a_624_driver_is_tested() -> None:
+    # "6.2.x", "6.0.x, 6.1.x, 6.2.x, 6.3.x, 6.4.x, 7.0.x". No module number here is mapped, so
+    # the driver is the one of the installed ROCm 6.2.4.
+    host = rocm_host(official("2.10.0+rocm7.0", "7.0.51831"), rocm_version="6.2.4-120",
+                     dkms="6.8.99")
+    result = TorchRocmMatch().run(host)
+    assert whole(result) == (
+        Status.PASS, "torch built for ROCm 7.0.1-7.0.2 (HIP 7.0.51831); system ROCm 6.2.4",
+        (Finding.info(BUNDLED.format("2.10.0+rocm7.0")),
+         Finding.info("the amdgpu-dkms driver 6.8.99 (assumed to be the 6.2.x driver of the "
+                      "installed ROCm 6.2.4) is tested with ROCm 7.0 user space")), None)
+
+
+def test_a_30_20_driver_is_not_tested_with_rocm_62_wheels() -> None:
+    # 30.20.x supports "6.3.x, 6.4.x, 7.0.x, 7.1.x, 7.2.x, 7.14.x, 10.0.0": not 6.2.
+    host = rocm_host(official("2.5.1+rocm6.2", "6.2.41133-dd7f95766"), rocm_version="7.1.1",
+                     dkms="6.16.6")
+    result = TorchRocmMatch().run(host)
+    assert whole(result) == (
+        Status.WARN, "torch built for ROCm 6.2.0 (HIP 6.2.41133); system ROCm 7.1.1; the amdgpu "
+        "driver is not tested with ROCm 6.2",
+        (Finding.info(BUNDLED.format("2.5.1+rocm6.2")),
+         Finding.error("the amdgpu-dkms driver 6.16.6 (AMD GPU Driver 30.20.x) is tested with "
+                       "ROCm 6.3, 6.4, 7.0, 7.1, 7.2, 7.14, 10.0 user space, not 6.2")),
+        Fix("Install the torch build for the driver's ROCm (rocm7.1 fits the installed ROCm "
+            "7.1.1), or upgrade the driver with amdgpu-install.",
+            ("pip install --force-reinstall torch torchvision --index-url "
+             "https://download.pytorch.org/whl/rocm7.1",)))
+    assert result.source == tw.KMD_MATRIX
+
+
+def test_a_driver_newer_than_the_tables_is_said_so() -> None:
+    host = rocm_host(official("2.14.1+rocm7.14", "7.14.60850-0000000"), dkms="7.4.2")
+    result = TorchRocmMatch().run(host)
+    assert whole(result) == (
+        Status.PASS, "torch built for ROCm 7.14.0-7.14.1 (HIP 7.14.60850); no system ROCm (not "
+        "needed by the wheel)",
+        (Finding.info(BUNDLED.format("2.14.1+rocm7.14")),
+         Finding.info(f"the amdgpu-dkms driver 7.4.2 is newer than what this rocmdoctor knows, "
+                      f"tables dated {KB_DATE}; AMD's driver / ROCm table: "
+                      f"{drivers.AMDGPU_DOCS_MATRIX}")), None)
+
+
+def test_user_space_newer_than_the_tables_is_said_so() -> None:
+    # ROCm 10.1.0 ships HIP 7.16.26385; AMD's table (31.50.x row) stops at 10.0.0.
+    host = rocm_host(official("2.14.1+rocm10.1.0", "7.16.26385"), dkms="6.19.14")
+    result = TorchRocmMatch().run(host)
+    assert result.status is Status.PASS
+    assert result.findings[-1] == Finding.info(
+        f"the amdgpu-dkms driver 6.19.14 (AMD GPU Driver 31.40.x): ROCm 10.1 user space is newer "
+        f"than what this rocmdoctor knows, tables dated {KB_DATE}; AMD's driver / ROCm table: "
+        f"{drivers.AMDGPU_DOCS_MATRIX}")
+
+
+@pytest.mark.parametrize(("module", "driver"), [
+    ("6.3.6", "6.0"), ("6.7.0", "6.1"), ("6.10.5", "6.3"), ("6.12.12", "6.4"),
+    ("6.14.14", "30.10"), ("6.16.6", "30.20"), ("6.16.13", "30.30"), ("6.19.4", "31.30"),
+    ("6.19.14", "31.40"),
+])
+def test_module_versions_map_to_driver_releases(module: str, driver: str) -> None:
+    row = drivers.module_release(module)
+    assert row is not None and row.driver == driver

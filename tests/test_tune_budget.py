@@ -1,0 +1,107 @@
+"""How a tune spends its time: the batch sizes it tries by default, the reserve it keeps for
+the confirmation of the candidates that exist, when a one-time cost pays back, and the time
+axis of its HTML page."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from rocmdoctor.tuners import batch
+from rocmdoctor.tuners.bench.spec import BenchSpec
+from rocmdoctor.tuners.html import time_ticks
+from rocmdoctor.tuners.knobs import Platform
+from rocmdoctor.tuners.result import payback
+from rocmdoctor.tuners.tune import TuneOptions, Tuner
+
+
+@pytest.mark.parametrize(("user", "largest", "reached", "sizes"), [
+    (64, 1024, True, (64, 128, 256, 512, 1024)),  # the limit fits: no headroom needed
+    (64, 900, False, (64, 128, 256, 512, 808)),  # 90 % of 900, to a multiple of 8
+    (64, 600, False, (64, 128, 256, 512)),  # 536 is not well past 512
+    (64, 64, False, (64,)),
+    (64, None, False, (64,)),  # even the user's batch ran out of memory
+    (96, 400, False, (96, 192, 360)),
+])
+def test_batch_choices_double_up_to_what_fits_with_headroom(
+        user: int, largest: int | None, reached: bool, sizes: tuple[int, ...]) -> None:
+    assert batch.choices(user, largest, reached) == sizes
+
+
+def test_the_batch_search_is_kept_for_a_resumed_tune(tmp_path: Any) -> None:
+    path = batch.cache_path(str(tmp_path), {"model": "resnet50"}, {"kind": "cuda"})
+    assert batch.load(path) is None
+    batch.save(path, {"sizes": [64, 128], "how": "max-batch search"})
+    assert batch.load(path) == {"sizes": [64, 128], "how": "max-batch search"}
+    assert batch.cache_path(str(tmp_path), {"model": "gpt2"}, {"kind": "cuda"}) != path
+    (tmp_path / "bad.json").write_text('{"sizes": ["x"]}')
+    assert batch.load(str(tmp_path / "bad.json")) is None
+
+
+def test_payback_of_a_compile_cost() -> None:
+    base = {"throughput": 2000.0, "one_time_s": 2.0}
+    compiled = {"one_time_s": 62.0}
+    # 60 s more, at 3x: each sample saves 1/2000 - 1/6000 s; 180,000 samples, 704 steps
+    # of 256, 0.5 min at 6000 samples/s
+    assert payback(base, compiled, 3.0, 256) == {"one_time_s": 60.0, "steps": 704,
+                                                 "minutes": 0.5}
+    assert payback(base, compiled, 0.9, 256) is None
+    assert payback(base, {"one_time_s": 1.0}, 2.0, 64)["steps"] == 0
+
+
+@pytest.mark.parametrize(("x_max", "labels"), [
+    (0.3, ["0:00", "0:05", "0:10", "0:15"]),
+    (3.4, ["0:00", "1:00", "2:00", "3:00"]),
+    (47.0, ["0", "10", "20", "30", "40"]),
+])
+def test_time_axis_labels_are_distinct_and_round(x_max: float, labels: list[str]) -> None:
+    ticks = time_ticks(x_max)
+    assert [label for _, label in ticks] == labels
+    assert len({label for _, label in ticks}) == len(ticks)
+
+
+class _Study:
+    def __init__(self, runs: list[dict[str, Any]]) -> None:
+        self.user_attrs = {"confirm_runs": runs}
+
+
+def _trial(number: int, wall: float, one_time: float, tput: float, baseline: bool = False,
+           precision: str = "fp32") -> dict[str, Any]:
+    return {"number": number, "state": "ok", "wall_s": wall, "one_time_s": one_time,
+            "throughput": tput, "baseline": baseline, "params": {"precision": precision},
+            "precision": precision}
+
+
+def test_the_reserve_is_the_confirmation_of_the_candidates_that_exist() -> None:
+    """Two rounds, each re-measuring your settings and each candidate once; a compiled
+    trial's re-run costs its first run less most of its compile."""
+    tuner = Tuner(TuneOptions(spec=BenchSpec(), confirm_rounds=2, confirm_top=2), {})
+    tuner.study = _Study([])
+    base = _trial(0, wall=30.0, one_time=2.0, tput=2000.0, baseline=True)
+    compiled = _trial(1, wall=100.0, one_time=60.0, tput=6000.0, precision="bf16")
+    # one candidate: 2 x ((30 - 1.6) + (100 - 48)) = 160.8 s, not 3 x 3 x the median wall
+    assert tuner.confirm_reserve([base, compiled]) == pytest.approx(160.8)
+    # a measured re-run replaces the estimate
+    tuner.study = _Study([{"trial": 1, "round": 0, "wall_s": 40.0}])
+    assert tuner.confirm_reserve([base, compiled]) == pytest.approx(2 * (28.4 + 40.0))
+    # before any candidate: room for your settings and a typical candidate
+    assert tuner.confirm_reserve([base]) == pytest.approx(2 * (28.4 + 30.0))
+
+
+def test_the_stop_reason_names_the_budget_only_when_it_binds() -> None:
+    tuner = Tuner(TuneOptions(spec=BenchSpec(), budget_s=600.0), {})
+    tuner.platform = Platform(kind="cpu", torch="2.13.0+cpu")
+
+    class Space:
+        def size(self) -> int:
+            return 10
+
+    tuner.space = Space()  # type: ignore[assignment]
+    trials = [_trial(0, 30.0, 2.0, 2000.0, baseline=True)]
+    tuner._trials = lambda: trials  # type: ignore[method-assign]
+    tuner.study = _Study([])
+    tuner.started -= 100  # 500 s left: a 30 s trial and about 117 s of confirmation fit
+    assert tuner._stop_reason() is None
+    tuner.started -= 400  # 100 s left
+    assert tuner._stop_reason() == "budget"
