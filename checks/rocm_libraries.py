@@ -21,6 +21,7 @@ from rocmdoctor.facts.container import sudo_note
 from rocmdoctor.facts.libload import (
     BOUND,
     CONDA,
+    LIBLOAD_TIMEOUT_S,
     ORIGIN_TEXT,
     SDK,
     TORCH,
@@ -74,7 +75,7 @@ class RocmLibraries(Check):
     uses_python = True
     title = "ROCm libraries torch loads"
     source = LD_SO
-    deadline_s = 60.0 + 60 + 30  # the probe, then the library-load child
+    deadline_s = 60.0 + LIBLOAD_TIMEOUT_S + 30  # the probe, then the library-load child
 
     def applies(self, host: Host) -> Optional[str]:
         torch = torch_info(host)

@@ -18,7 +18,15 @@ import posixpath
 from typing import Optional
 
 from rocmdoctor.facts.amdgpu_module import dkms_version, module_present
-from rocmdoctor.facts.libload import DISTRO, SDK, TORCH, LibLoad, origin_of, rocm_libraries
+from rocmdoctor.facts.libload import (
+    DISTRO,
+    LIBLOAD_TIMEOUT_S,
+    SDK,
+    TORCH,
+    LibLoad,
+    origin_of,
+    rocm_libraries,
+)
 from rocmdoctor.facts.rocm_version import (
     RocmInstall,
     distro_install,
@@ -56,6 +64,7 @@ class TorchRocmMatch(Check):
     uses_python = True
     title = "ROCm release torch was built for vs system ROCm and driver"
     source = wheels.KMD_MATRIX
+    deadline_s = 60.0 + LIBLOAD_TIMEOUT_S + 30  # the probe, then the library-load child
 
     def applies(self, host: Host) -> Optional[str]:
         torch = torch_info(host)

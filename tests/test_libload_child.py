@@ -148,3 +148,40 @@ def test_a_complete_shadow_still_warns(tmp_path: Path) -> None:
         "Take the folders that hold other ROCm copies out of LD_LIBRARY_PATH, so that torch "
         "finds its own (in your shell profile too).", ("unset LD_LIBRARY_PATH",), ))
     assert rocm_libraries(host).torch_hip_loaded is True
+
+
+def test_a_shadow_lacking_a_symbol_version_names_both_libraries(tmp_path: Path) -> None:
+    # The glibc message of GLIBCXX_3.4.30-style failures ("version `X' not found (required by
+    # Y)"), made for real: torch's libamdhip64 defines the version node HIP_6.2 and
+    # libtorch_hip links against it; the copy on LD_LIBRARY_PATH defines only HIP_6.0.
+    site, lib, shadow = fake_torch(tmp_path)
+    hip = "int hip_entry(void) { return 1; }\nint hipMalloc(void) { return 0; }\n"
+    for folder, node in ((lib, "HIP_6.2"), (shadow, "HIP_6.0")):
+        script = tmp_path / f"{node}.map"
+        script.write_text(f"{node} {{ global: hip_entry; hipMalloc; local: *; }};\n")
+        cc(folder / SONAMES["hip"], hip, f"-Wl,-soname,{SONAMES['hip']}",
+           f"-Wl,--version-script={script}")
+    needs = "".join(f"extern int {k}_entry(void);\n" for k in SONAMES)
+    cc(lib / "libtorch_hip.so",
+       f"{needs}extern int hipMalloc(void);\nint torch_hip(void) {{ return "
+       f"{' + '.join(f'{k}_entry()' for k in SONAMES)} + hipMalloc(); }}\n", f"-L{lib}",
+       *(f"-l:{s}" for s in SONAMES.values()), "-Wl,--enable-new-dtags,-rpath,$ORIGIN")
+    host = live(site, str(shadow))
+    load = rocm_libraries(host)
+    assert load.torch_hip_loaded is False
+    assert [(e.kind, e.library, e.what, e.required_by) for e in load.errors] == [
+        ("version", str(shadow / SONAMES["hip"]), "HIP_6.2", str(lib / "libtorch_hip.so"))]
+    result = check(host)
+    lacks = (f"{shadow / SONAMES['hip']} lacks HIP_6.2, which {lib / 'libtorch_hip.so'} "
+             "needs")
+    assert result == RocmLibraries().result(
+        Status.FAIL,
+        f"torch loads the HIP runtime from {shadow / SONAMES['hip']} (standalone); the loader "
+        f"fails: {lacks}; the HIP runtime from {shadow} shadows torch's own",
+        [*described(lib, shadow), Finding.error(lacks),
+         Finding.error(f"HIP runtime: {shadow / SONAMES['hip']}, found through the "
+                       f"LD_LIBRARY_PATH entry {shadow}, is loaded instead of "
+                       f"{lib / SONAMES['hip']}")],
+        Fix("Take the folders that hold other ROCm copies out of LD_LIBRARY_PATH, so that "
+            "torch finds its own (in your shell profile too).", ("unset LD_LIBRARY_PATH",)),
+        LD_SO)

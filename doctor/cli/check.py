@@ -233,8 +233,11 @@ def report(
     user = host.user.name
     homes = tuple(h for h in (host.env.get("HOME"), f"/home/{user}") if h)
     hostname = host.platform.hostname
+    # Under sudo the account that trains is SUDO_USER, and findings name it.
+    sudo_user = (host.env.get("SUDO_USER") or "").strip()
     redactor = Redactor(
-        user_names=(user,), host_names=(hostname,), home_dirs=homes,
+        user_names=(user, sudo_user) if sudo_user else (user,), host_names=(hostname,),
+        home_dirs=(*homes, f"/home/{sudo_user}") if sudo_user else homes,
         enabled=not no_redact,
     )
     if snapshot_out is not None:
