@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from rocmdoctor.checks.miopen_db import MiopenDb
 from rocmdoctor.facts.miopen_db import miopen_locations
-from rocmdoctor.host import StatfsInfo
+from rocmdoctor.host import Host, StatfsInfo
 from rocmdoctor.host.live import live_statfs
 from rocmdoctor.host.snapshot import SnapshotHost
 from rocmdoctor.kb import miopen as kb
@@ -51,7 +51,7 @@ def host(home: str, home_fs: dict[str, Any], *, env: Optional[dict[str, str]] = 
     return SnapshotHost(data)
 
 
-def run(h: SnapshotHost) -> CheckResult:
+def run(h: Host) -> CheckResult:
     return replace(run_one(CHECK, h), duration_ms=0)
 
 
@@ -188,3 +188,21 @@ def test_live_statfs_matches_stat_f(tmp_path: Path) -> None:
     # Other processes write to the same disk between the two calls: equal within 1 GiB.
     assert abs(info.free_bytes - vfs.f_bavail * vfs.f_frsize) < 2**30
     assert live_statfs(str(tmp_path / "absent")) is None
+
+
+@pytest.mark.live
+def test_live_run_is_recorded_and_replays(tmp_path: Path) -> None:
+    # A real folder as $HOME, a full check through LiveHost, then the snapshot it writes.
+    from rocmdoctor.host.live import LiveHost
+    from rocmdoctor.host.snapshot import build_snapshot
+
+    (tmp_path / ".config").mkdir()
+    live = LiveHost(probe=lambda: ROCM_TORCH,
+                    environ={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path),
+                             "MIOPEN_CUSTOM_CACHE_DIR": str(tmp_path / "cache")})
+    first = run(live)
+    assert first.status in (Status.PASS, Status.WARN), first
+    data = build_snapshot(live)
+    assert {str(tmp_path / ".config"), str(tmp_path)} <= set(data["statfs"])
+    assert data["env"]["MIOPEN_CUSTOM_CACHE_DIR"] == str(tmp_path / "cache")
+    assert run(SnapshotHost(data)) == first
