@@ -30,6 +30,7 @@ from rocmdoctor.facts.libload import (
     LoaderError,
     ld_so_conf_entries,
     origin_of,
+    parse_loader_errors,
     rocm_libraries,
 )
 from rocmdoctor.facts.os_release import read_os_release
@@ -44,6 +45,11 @@ from rocmdoctor.model import Check, CheckResult, Finding, Fix, Status
 
 LD_SO = "https://man7.org/linux/man-pages/man8/ld.so.8.html"
 LD_PRELOAD_FILE = "/etc/ld.so.preload"
+# "Which package owns this file", per distribution family (os-release ID / ID_LIKE):
+# dpkg(1) -S, rpm(8) -qf, pacman(8) -Qo.
+OWNER_COMMANDS = (("debian", "dpkg -S"), ("ubuntu", "dpkg -S"), ("fedora", "rpm -qf"),
+                  ("rhel", "rpm -qf"), ("centos", "rpm -qf"), ("suse", "rpm -qf"),
+                  ("opensuse", "rpm -qf"), ("sles", "rpm -qf"), ("arch", "pacman -Qo"))
 ROCM_NAMES = ("libamdhip64", "libhsa-runtime64", "librocblas", "libhipblaslt", "libMIOpen",
               "libhsakmt", "librccl", "libstdc++")
 
@@ -101,7 +107,10 @@ class RocmLibraries(Check):
         kind = load.kind or "unknown (no HIP runtime loaded)"
         summary_bits: list[str] = []
         fixes: list[tuple[Status, Fix, Optional[str]]] = []
-        self._errors(host, load, findings, summary_bits, fixes)
+        # A torch that does not import tells the same loader's message through the probe.
+        errors = (*load.errors, *(e for e in parse_loader_errors(torch_info(host).error or "")
+                                  if e not in load.errors))
+        self._errors(host, load, errors, findings, summary_bits, fixes)
         self._shadows(host, load, findings, summary_bits, fixes)
         self._packages(host, load, findings, summary_bits, fixes)
         self._preload(host, load, findings, summary_bits, fixes)
@@ -127,13 +136,14 @@ class RocmLibraries(Check):
         return self.result(worst, f"{summary}; {'; '.join(summary_bits)}", findings, fix,
                            source)
 
-    def _errors(self, host: Host, load: LibLoad, findings: list[Finding], bits: list[str],
+    def _errors(self, host: Host, load: LibLoad, errors: tuple[LoaderError, ...],
+                findings: list[Finding], bits: list[str],
                 fixes: list[tuple[Status, Fix, Optional[str]]]) -> None:
-        for err in load.errors:
+        for err in errors:
             findings.append(Finding.error(_error_text(err)))
-        if not load.errors:
+        if not errors:
             return
-        err = load.errors[0]
+        err = errors[0]
         bits.append(f"the loader fails: {_error_text(err)}")
         shadowing = [lib for lib in load.libraries if lib.shadowed]
         if shadowing:
@@ -161,13 +171,11 @@ class RocmLibraries(Check):
             return Fix("Reinstall the pip-installed ROCm at its version, from the index it "
                        "came from.", (f'pip install --force-reinstall "rocm[libraries]{pin}"',)
                        ), kb_sdk.THEROCK_RELEASES
-        osr = read_os_release(host)
-        families = osr.families if osr else ()
-        owner = ("rpm -qf" if any(f in ("fedora", "rhel", "centos", "suse", "opensuse",
-                                         "sles") for f in families) else "dpkg -S")
+        owner = _owner_command(host)
         return Fix(f"{lacking} comes from outside torch: find the package that owns it and "
                    "reinstall that package with your package manager (a library rebuilt or "
-                   "copied over by hand is the usual cause).", (f"{owner} {lacking}",)), None
+                   "copied over by hand is the usual cause).",
+                   (f"{owner} {lacking}",) if owner else ()), None
 
     def _shadows(self, host: Host, load: LibLoad, findings: list[Finding], bits: list[str],
                  fixes: list[tuple[Status, Fix, Optional[str]]]) -> None:
@@ -201,7 +209,8 @@ class RocmLibraries(Check):
             fixes.append((status, Fix(
                 f"Remove the folder from {confs[0]} (needs root) and rebuild the loader's "
                 "cache with `sudo ldconfig`."), LD_SO))
-        elif any(lib.also for lib in load.libraries):
+        elif any(c not in load.ld_preload for lib in load.libraries for c in lib.also):
+            # (a second copy LD_PRELOAD brings is fixed by removing the entry, below)
             fixes.append((Status.WARN, Fix(
                 "Build the extensions that load another ROCm against torch's own ROCm release "
                 "(torch.version.hip), or use a torch built for the system ROCm."), None))
@@ -244,6 +253,13 @@ class RocmLibraries(Check):
             fixes.append((Status.WARN, Fix(
                 f"Remove the entry from {bad[0]}" + ("" if command else " (needs root)") + ".",
                 (command,) if command else ()), LD_SO))
+
+
+def _owner_command(host: Host) -> Optional[str]:
+    """The package manager's "which package owns this file" for this distribution, or None."""
+    osr = read_os_release(host)
+    families = osr.families if osr else ()
+    return next((command for family, command in OWNER_COMMANDS if family in families), None)
 
 
 def _origin(load: LibLoad, path: str) -> Optional[str]:

@@ -194,6 +194,65 @@ def test_real_system_miopen_with_an_undefined_ck_symbol() -> None:
             "is the usual cause).", (f"dpkg -S {lib}",)))
 
 
+def test_real_distro_source_build_that_does_not_import() -> None:
+    # pytorch#158725: a source build installed under /usr/lib64 lacks rsmi_init. The child
+    # finds no libtorch_hip.so in torch/lib and loads each library alone; the probe's import
+    # error carries the loader's message.
+    name = "import-torch-undefined-symbol-rsmi_init-usr-lib64-libtorch_hip-distro-source-build.txt"
+    line = loader_line(name, "undefined symbol")
+    assert line == "ImportError: /usr/lib64/libtorch_hip.so: undefined symbol: rsmi_init"
+    libs = {k: f"/usr/lib64/{v.rsplit('/', 1)[1]}.6" for k, v in WHEEL.items()}
+    entry = child(libs, torch_lib=None)
+    python = {"executable": "/usr/bin/python3", "version": "3.13.5",
+              "packages": {"torch": "2.10.0a0+git0b8b5f3"},
+              "torch": {"imported": False, "error": line}}
+    fedora = {"/etc/os-release": 'ID=fedora\nVERSION_ID=42\nPRETTY_NAME="Fedora Linux 42"\n'}
+    text = ("/usr/lib64/libtorch_hip.so needs the symbol rsmi_init, which no library loaded "
+            "with it provides")
+    fix = Fix("/usr/lib64/libtorch_hip.so comes from outside torch: find the package that "
+              "owns it and reinstall that package with your package manager (a library "
+              "rebuilt or copied over by hand is the usual cause).",
+              ("rpm -qf /usr/lib64/libtorch_hip.so",))
+    assert run(host(entry, files=fedora, python=python)) == CHECK.result(
+        Status.FAIL, "torch loads the HIP runtime from /usr/lib64/libamdhip64.so.6 "
+        f"(distribution packages); the loader fails: {text}",
+        [*listing(libs, dict.fromkeys(KEYS, "the distribution's packages")),
+         Finding.error(text)], fix)
+    # Without an os-release that names a known package manager, no command is guessed.
+    assert run(host(entry, python=python)).fix == Fix(fix.text)
+
+
+def test_real_second_rocblas_in_one_process() -> None:
+    # ROCm/pytorch#1340: a rocm5.6 wheel with the system's ROCm 6.0.0 rocBLAS in the same
+    # process aborts ("Could not load /opt/rocm-6.0.0/lib/rocblas/library/..."). Here the
+    # system copy comes in through LD_PRELOAD, beside torch's own.
+    text = fixture_text("rocblas-could-not-load-opt-rocm-6.0.0-tensilelibrary-wheel-rocm5.6-"
+                        "mixed-system-libs-gfx1030.txt")
+    assert "Could not load /opt/rocm-6.0.0/lib/rocblas/library/" in text
+    system = "/opt/rocm-6.0.0/lib/librocblas.so.4"
+    entry = child(WHEEL, ld_preload=(system,))
+    report = json.loads(entry["stdout"])
+    report["libraries"]["rocblas"]["also"] = [system]
+    report["mapped"].append(system)
+    entry["stdout"] = json.dumps(report) + "\n"
+    two = f"two copies of the rocBLAS in one process: {WHEEL['rocblas']} and {system}"
+    preload = f"LD_PRELOAD injects {system} into every process, ahead of the copy torch brings"
+    unset = Fix("Remove the entry from LD_PRELOAD.", ("unset LD_PRELOAD",))
+    h = host(entry, paths={system: {"type": "file", "mode": "0644"}})
+    assert run(h) == CHECK.result(
+        Status.WARN, f"torch loads the HIP runtime from {WHEEL['hip']} (bundled with torch); "
+        "two copies of the rocBLAS are loaded; LD_PRELOAD injects a library",
+        [*listing(WHEEL, dict.fromkeys(KEYS, OWN)), Finding.error(two), Finding.error(preload)],
+        unset, LD_SO)
+    # Brought in by something else (an extension built for the system ROCm): rebuild that.
+    report["ld_preload"] = []
+    entry["stdout"] = json.dumps(report) + "\n"
+    result = run(host(entry))
+    assert (result.status, result.fix) == (Status.WARN, Fix(
+        "Build the extensions that load another ROCm against torch's own ROCm release "
+        "(torch.version.hip), or use a torch built for the system ROCm."))
+
+
 def test_real_conda_libstdcxx_too_old() -> None:
     # AMDMIGraphX#3405: conda's libstdc++ lacks GLIBCXX_3.4.30.
     line = loader_line("importerror-conda-libstdcxx-glibcxx-3.4.30-not-found-libmigraphx-gfx1201.txt",
