@@ -185,3 +185,26 @@ def test_a_shadow_lacking_a_symbol_version_names_both_libraries(tmp_path: Path) 
         Fix("Take the folders that hold other ROCm copies out of LD_LIBRARY_PATH, so that "
             "torch finds its own (in your shell profile too).", ("unset LD_LIBRARY_PATH",)),
         LD_SO)
+
+
+def test_a_library_that_crashes_or_hangs_on_load_is_survived(tmp_path: Path) -> None:
+    # A constructor that kills the process (as a broken runtime's initialiser can) and one
+    # that never returns: the child dies or is cut off, rocmdoctor goes on and says where.
+    from rocmdoctor.facts.libload import LIBLOAD_TOOL, interpret
+
+    site, lib, _ = fake_torch(tmp_path)
+    crash = ("#include <signal.h>\nint miopen_entry(void) { return 1; }\n"
+             "__attribute__((constructor)) static void boom(void) { raise(SIGSEGV); }\n")
+    cc(lib / SONAMES["miopen"], crash, f"-Wl,-soname,{SONAMES['miopen']}")
+    host = live(site)
+    assert check(host) == RocmLibraries().result(
+        Status.FAIL, "the library-load check was killed by signal 11 while loading "
+        f"{lib / 'libtorch_hip.so'}")
+    hang = ("#include <unistd.h>\nint miopen_entry(void) { return 1; }\n"
+            "__attribute__((constructor)) static void stuck(void) { for (;;) pause(); }\n")
+    cc(lib / SONAMES["miopen"], hang, f"-Wl,-soname,{SONAMES['miopen']}")
+    res = live(site).run([LIBLOAD_TOOL], timeout=5)
+    assert res.timed_out and res.duration_s < 30
+    load = interpret(res)
+    assert not load.ran and load.failure is not None
+    assert load.failure.endswith(f"while loading {lib / 'libtorch_hip.so'}")
