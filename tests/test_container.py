@@ -10,10 +10,12 @@ from hypothesis import strategies as st
 
 from rocmdoctor.checks.container import ContainerCheck
 from rocmdoctor.facts.container import (
+    Mount,
     container_info,
     container_signals,
     is_identity_map,
     parse_cgroup_paths,
+    parse_mounts,
     parse_status_ids,
     process_gids,
 )
@@ -104,6 +106,9 @@ def test_runtimes_from_their_markers() -> None:
     for files, env, runtime, rootless in cases:
         info = container_info(host(files=files, env=env))
         assert (info.runtime, info.rootless) == (runtime, rootless), (files, env)
+    overlay = "overlay / overlay rw,lowerdir=/var/lib/docker/overlay2/l/X 0 0\n"
+    assert container_signals(host(files={"/proc/mounts": overlay})) == [
+        "/proc/mounts: the overlay mount on / names /var/lib/docker/"]
     # Kubernetes wins over the Docker it runs the pod with.
     both = host(files={"/.dockerenv": ""}, env={"KUBERNETES_SERVICE_HOST": "10.0.0.1"})
     assert container_info(both).runtime == kb.KUBERNETES
@@ -120,8 +125,28 @@ def test_user_namespace_and_numeric_groups() -> None:
     assert is_identity_map("garbage") is None
 
 
+def test_a_host_running_containers_is_not_one() -> None:
+    # What the host shows while it runs containers: Docker's overlay2 page lists
+    # "overlay on /var/lib/docker/overlay2/<id>/merged type overlay (...)"; lxcfs is mounted
+    # at /var/lib/lxcfs; podman's layers under /var/lib/containers/storage/overlay.
+    mounts = ("/dev/nvme0n1p2 / ext4 rw,relatime 0 0\n"
+              "overlay /var/lib/docker/overlay2/9186877cdf386d0a3b016149cf30c208f326dca307529e6"
+              "46afce5b3f83f5304/merged overlay rw,relatime,lowerdir=/var/lib/docker/overlay2/l/"
+              "OMTXSYQHGPB5BF6QOGSWXALHEV 0 0\n"
+              "lxcfs /var/lib/lxcfs fuse.lxcfs rw,nosuid,nodev,relatime,user_id=0,group_id=0,"
+              "allow_other 0 0\n"
+              "overlay /var/lib/containers/storage/overlay/3f1e/merged overlay rw 0 0\n")
+    info = container_info(host(files={"/proc/mounts": mounts, "/proc/1/cgroup": "0::/init.scope\n",
+                                      "/proc/self/cgroup": "0::/user.slice/user-1000.slice/"
+                                                           "session-3.scope\n"}))
+    assert (info.inside, info.runtime) == (False, None)
+    assert parse_mounts("lxcfs /proc/cpuinfo fuse.lxcfs rw 0 0\nshort line\n") == [
+        Mount("lxcfs", "/proc/cpuinfo", "fuse.lxcfs", "rw")]
+
+
 @given(st.text())
 def test_parsers_never_raise(text: str) -> None:
+    parse_mounts(text)
     parse_cgroup_paths(text)
     parse_status_ids(text)
     is_identity_map(text)

@@ -77,7 +77,42 @@ def is_identity_map(text: str) -> Optional[bool]:
     return rows == [["0", "0", "4294967295"]]
 
 
-def _marker_signals(host: Host, cgroup_paths: list[str], mounts: str) -> list[tuple[str, str]]:
+@dataclass(frozen=True)
+class Mount:
+    source: str
+    point: str
+    fstype: str
+    options: str
+
+
+def parse_mounts(text: str) -> list[Mount]:
+    """The lines of /proc/mounts (fstab(5) fields: source, mount point, type, options).
+    Never raises."""
+    mounts = []
+    for line in text.splitlines():
+        fields = line.split()
+        if len(fields) >= 4:
+            mounts.append(Mount(*fields[:4]))
+    return mounts
+
+
+def _mount_hit(marker: kb.Marker, mounts: list[Mount]) -> Optional[Mount]:
+    """The mount that shows this process's own container: its root file system (an image
+    layer), or a file lxcfs virtualises under /proc or /sys. The same words on other mount
+    points are what a host running containers shows (Docker's overlay2 page lists the host's
+    /var/lib/docker/overlay2/<id>/merged; lxcfs itself is mounted at /var/lib/lxcfs)."""
+    for mount in mounts:
+        line = f"{mount.source} {mount.fstype} {mount.options}"
+        if marker.where == "root-mount" and mount.point == "/" and marker.text in line:
+            return mount
+        if marker.where == "proc-mount" and mount.point.startswith(("/proc/", "/sys/")) \
+                and marker.text in line:
+            return mount
+    return None
+
+
+def _marker_signals(host: Host, cgroup_paths: list[str], mounts: list[Mount]
+                    ) -> list[tuple[str, str]]:
     """(runtime, signal line) for every marker present."""
     found: list[tuple[str, str]] = []
     env = host.env
@@ -96,8 +131,11 @@ def _marker_signals(host: Host, cgroup_paths: list[str], mounts: str) -> list[tu
             hit = next((p for p in cgroup_paths if m.text in p), None)
             if hit is not None:
                 found.append((m.runtime, f"the cgroup path {hit} names {m.runtime}"))
-        elif m.where == "mounts" and m.text in mounts:
-            found.append((m.runtime, f"/proc/mounts mentions {m.text}"))
+        elif m.where in ("root-mount", "proc-mount"):
+            mount = _mount_hit(m, mounts)
+            if mount is not None:
+                found.append((m.runtime, f"/proc/mounts: the {mount.fstype} mount on "
+                                         f"{mount.point} names {m.text}"))
     other = env.get("container", "")
     if other and not any(r for r, s in found if s.startswith("container=")):
         found.append(("", f"container={other}"))
@@ -109,7 +147,7 @@ def container_info(host: Host) -> ContainerInfo:
         cgroup_paths: list[str] = []
         for path in _CGROUP_FILES:
             cgroup_paths += parse_cgroup_paths(host.read_file(path) or "")
-        mounts = host.read_file("/proc/mounts") or ""
+        mounts = parse_mounts(host.read_file("/proc/mounts") or "")
         found = _marker_signals(host, cgroup_paths, mounts)
         signals = tuple(dict.fromkeys(s for _, s in found))
         runtimes = {r for r, _ in found if r}

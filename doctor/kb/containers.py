@@ -37,6 +37,10 @@ NVIDIA_TOOLKIT = ("https://docs.nvidia.com/datacenter/cloud-native/container-too
 CGROUP_V1_DOCKER = "https://github.com/vdloo/raptiformica/pull/287"
 CGROUP_V2_DOCKER = "https://github.com/rpm-software-management/mock/pull/986"
 DOCKER_OVERLAY2 = "https://docs.docker.com/engine/storage/drivers/overlayfs-driver/"
+# "lxcfs is a FUSE-based proc, sys and cgroup virtualizing filesystem" (lxcfs(1)); its
+# README mounts it on the host at /var/lib/lxcfs.
+LXCFS = "https://linuxcontainers.org/lxcfs/manpages/man1/lxcfs.1.html"
+LXCFS_README = "https://github.com/hallyn/lxcfs"
 # The $container variable a container manager sets for its payload (docker, podman, lxc ...).
 CONTAINER_INTERFACE = "https://systemd.io/CONTAINER_INTERFACE/"
 # Pods get KUBERNETES_SERVICE_HOST/_PORT for the API service.
@@ -57,8 +61,8 @@ class Marker:
     """A file, cgroup path, mount or variable that names the runtime."""
 
     runtime: str
-    where: str  # "path", "cgroup", "mounts", "env", "env-prefix", "env-value"
-    text: str  # the path, the word in a cgroup line or /proc/mounts, the variable
+    where: str  # "path", "cgroup", "root-mount", "proc-mount", "env", "env-prefix", "env-value"
+    text: str  # the path, the word in a cgroup path or a mount line, the variable
     source: str
 
 
@@ -75,9 +79,12 @@ MARKERS: tuple[Marker, ...] = (
     Marker(PODMAN, "cgroup", "libpod", PODMAN_CONTAINERENV),
     Marker(LXC, "cgroup", "/lxc", CGROUP_V1_DOCKER),  # /lxc/<name>, /lxc.payload.<name>
     Marker(CONTAINERD, "cgroup", "containerd", CGROUP_V1_DOCKER),
-    Marker(DOCKER, "mounts", "/var/lib/docker/", DOCKER_OVERLAY2),
-    Marker(PODMAN, "mounts", "/containers/storage/overlay", PODMAN_CONTAINERENV),
-    Marker(LXC, "mounts", "lxcfs", CGROUP_V1_DOCKER),
+    # The container's root file system is an overlay of the engine's image layers.
+    Marker(DOCKER, "root-mount", "/var/lib/docker/", DOCKER_OVERLAY2),
+    Marker(PODMAN, "root-mount", "/containers/storage/overlay", PODMAN_CONTAINERENV),
+    # lxcfs runs on the host (mounted at /var/lib/lxcfs) and its files are bind-mounted over
+    # the container's /proc/cpuinfo, /proc/meminfo ...
+    Marker(LXC, "proc-mount", "lxcfs", LXCFS),
     Marker(DOCKER, "env-value", "docker", CONTAINER_INTERFACE),  # container=<runtime>
     Marker(PODMAN, "env-value", "podman", CONTAINER_INTERFACE),
     Marker(LXC, "env-value", "lxc", CONTAINER_INTERFACE),
