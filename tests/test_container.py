@@ -140,6 +140,13 @@ def test_a_host_running_containers_is_not_one() -> None:
                                       "/proc/self/cgroup": "0::/user.slice/user-1000.slice/"
                                                            "session-3.scope\n"}))
     assert (info.inside, info.runtime) == (False, None)
+    # An HPC login profile's Apptainer settings (NeSI's docs export these in ~/.bashrc).
+    settings = {"APPTAINER_CACHEDIR": "/nesi/nobackup/x/apptainer-cache",
+                "APPTAINER_TMPDIR": "/nesi/nobackup/x/apptainer-cache",
+                "SINGULARITY_BINDPATH": "/scratch"}
+    assert not container_info(host(env=settings)).inside
+    assert container_signals(host(env={**settings, "SINGULARITY_NAME": "pytorch.sif"})) == [
+        "SINGULARITY_NAME is set"]
     assert parse_mounts("lxcfs /proc/cpuinfo fuse.lxcfs rw 0 0\nshort line\n") == [
         Mount("lxcfs", "/proc/cpuinfo", "fuse.lxcfs", "rw")]
 

@@ -2,15 +2,17 @@
 
 The one reader of the container facts (the snapshot contract's "container" reads): paths
 `/.dockerenv`, `/run/.containerenv`, `/.singularity.d`; files `/proc/1/cgroup`,
-`/proc/self/cgroup`, `/proc/mounts`; the environment (`container`, `APPTAINER_*`,
-`SINGULARITY_*`, `KUBERNETES_*`). Beside them, for what a container changes about device
+`/proc/self/cgroup`, `/proc/mounts`; the environment (`container`, the `APPTAINER_` /
+`SINGULARITY_` CONTAINER, NAME, ENVIRONMENT and COMMAND variables the runtime sets,
+`KUBERNETES_SERVICE_HOST`). Beside them, for what a container changes about device
 access: `/proc/self/status` (the numeric groups of this process: names differ between host
 and container, gids do not) and `/proc/self/uid_map` (a user namespace: rootless Podman,
 unprivileged LXC).
 
 By hand: `ls -a / /run | grep -E 'dockerenv|containerenv|singularity'; cat /proc/1/cgroup;
-grep -E 'overlay|lxcfs' /proc/mounts; env | grep -E '^(container|APPTAINER_|SINGULARITY_|
-KUBERNETES_)'; grep Groups /proc/self/status; ls -ln /dev/kfd /dev/dri`.
+grep -E ' / overlay|lxcfs /(proc|sys)/' /proc/mounts; env | grep -E '^(container|(APPTAINER|
+SINGULARITY)_(CONTAINER|NAME)|KUBERNETES_SERVICE_HOST)='; grep Groups /proc/self/status;
+ls -ln /dev/kfd /dev/dri`.
 """
 
 from __future__ import annotations
@@ -121,10 +123,6 @@ def _marker_signals(host: Host, cgroup_paths: list[str], mounts: list[Mount]
             found.append((m.runtime, f"{m.text} exists"))
         elif m.where == "env" and env.get(m.text):
             found.append((m.runtime, f"{m.text} is set"))
-        elif m.where == "env-prefix":
-            names = sorted(n for n in env if n.startswith(m.text))
-            if names:
-                found.append((m.runtime, f"{names[0]} is set"))
         elif m.where == "env-value" and env.get("container", "").lower() == m.text:
             found.append((m.runtime, f"container={env['container']}"))
         elif m.where == "cgroup":

@@ -23,6 +23,11 @@ ROOTLESS_SUBGID = "https://github.com/ROCm/ROCm/issues/1549"
 # /dev/kfd is absent unless bound (apptainer/singularity#5696, ROCm/ROCm#1798).
 APPTAINER_ROCM = ("https://github.com/apptainer/apptainer/blob/"
                   "917d66577963ca297352a22e13c86f1748ddc645/cmd/internal/cli/action_flags.go")
+# "Environment from the {Singularity} runtime": SINGULARITY_COMMAND, _CONTAINER,
+# _ENVIRONMENT, _NAME (and _BIND, which users also set on the host); Apptainer's are the
+# same names with the APPTAINER_ prefix.
+APPTAINER_RUNTIME_ENV = ("https://github.com/apptainer/apptainer-userdocs/blob/"
+                         "09c81a54cdc1836734097996da29b6d8e6194e72/environment_and_metadata.rst")
 APPTAINER_CONTAINALL = "https://github.com/ROCm/ROCm/issues/1798"
 # Binding the host's ROCm libraries with --rocm can clash with the image's libstdc++.
 APPTAINER_GLIBCXX = "https://github.com/apptainer/apptainer/pull/1622"
@@ -61,7 +66,7 @@ class Marker:
     """A file, cgroup path, mount or variable that names the runtime."""
 
     runtime: str
-    where: str  # "path", "cgroup", "root-mount", "proc-mount", "env", "env-prefix", "env-value"
+    where: str  # "path", "cgroup", "root-mount", "proc-mount", "env", "env-value"
     text: str  # the path, the word in a cgroup path or a mount line, the variable
     source: str
 
@@ -70,8 +75,12 @@ MARKERS: tuple[Marker, ...] = (
     Marker(DOCKER, "path", "/.dockerenv", CGROUP_V2_DOCKER),
     Marker(PODMAN, "path", "/run/.containerenv", PODMAN_CONTAINERENV),
     Marker(APPTAINER, "path", "/.singularity.d", APPTAINER_ROCM),
-    Marker(APPTAINER, "env-prefix", "APPTAINER_", APPTAINER_ROCM),
-    Marker(APPTAINER, "env-prefix", "SINGULARITY_", APPTAINER_ROCM),
+    # The variables the runtime sets in the container. Most other APPTAINER_* and
+    # SINGULARITY_* names are settings users export on the host (APPTAINER_CACHEDIR,
+    # APPTAINER_TMPDIR, APPTAINER_BIND ...), so a prefix alone does not mark a container.
+    *(Marker(APPTAINER, "env", f"{prefix}_{name}", APPTAINER_RUNTIME_ENV)
+      for prefix in ("APPTAINER", "SINGULARITY")
+      for name in ("CONTAINER", "NAME", "ENVIRONMENT", "COMMAND")),
     Marker(KUBERNETES, "env", "KUBERNETES_SERVICE_HOST", K8S_ENV),
     Marker(KUBERNETES, "cgroup", "kubepods", K8S_GPUS),
     Marker(DOCKER, "cgroup", "/docker/", CGROUP_V1_DOCKER),
