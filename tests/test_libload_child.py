@@ -208,3 +208,17 @@ def test_a_library_that_crashes_or_hangs_on_load_is_survived(tmp_path: Path) -> 
     load = interpret(res)
     assert not load.ran and load.failure is not None
     assert load.failure.endswith(f"while loading {lib / 'libtorch_hip.so'}")
+
+
+def test_the_child_dies_with_rocmdoctor() -> None:
+    # LiveHost passes its pid; a child whose parent is already gone exits at once, silently.
+    from rocmdoctor.host.live import LIBLOAD_SCRIPT, LIBLOAD_TOOL
+
+    host = LiveHost(probe=lambda: probe(sys.executable), environ={"PATH": "/usr/bin:/bin"})
+    argv = host._resolve([LIBLOAD_TOOL])
+    assert argv == [sys.executable, LIBLOAD_SCRIPT, "--parent-pid", str(os.getpid())]
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, timeout=60).stdout.strip()
+    r = subprocess.run([sys.executable, LIBLOAD_SCRIPT, "--parent-pid", gone],
+                       capture_output=True, text=True, timeout=60)
+    assert (r.returncode, r.stdout) == (0, "")

@@ -156,8 +156,10 @@ class LiveHost(Host):
         """Our own tools run in the Python that trains; their snapshot key stays the name."""
         if argv and argv[0] in (COLLECTIVES_TOOL, LIBLOAD_TOOL):
             python = (self.python() or {}).get("executable") or sys.executable
-            script = COLLECTIVES_SCRIPT if argv[0] == COLLECTIVES_TOOL else LIBLOAD_SCRIPT
-            return [str(python), script, *argv[1:]]
+            if argv[0] == COLLECTIVES_TOOL:
+                return [str(python), COLLECTIVES_SCRIPT, *argv[1:]]
+            # the library-load child dies with rocmdoctor (PR_SET_PDEATHSIG), as the probe does
+            return [str(python), LIBLOAD_SCRIPT, "--parent-pid", str(os.getpid()), *argv[1:]]
         return list(argv)
 
     def read_file(self, path: str) -> Optional[str]:
