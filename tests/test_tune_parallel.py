@@ -332,3 +332,63 @@ def test_ctrl_c_inside_a_deferred_step_is_raised_once_the_step_is_done() -> None
     thread.start()
     thread.join()
     assert steps == ["whole", "quiet", "thread"] and not elsewhere
+
+
+def _start_until_a_trial_runs(tmp_path: Path) -> subprocess.Popen[str]:
+    search = [a for a in SEARCH if a not in ("--gpus", "0,1")]
+    tune = subprocess.Popen(TUNE + WORKLOAD + search, cwd=tmp_path, env=_env(tmp_path),
+                            text=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    assert tune.stderr is not None
+    for line in tune.stderr:
+        if line.startswith("["):  # a trial's child is starting
+            time.sleep(1.5)
+            return tune
+    raise AssertionError("no trial started")
+
+
+def _workers_of(pid: int) -> list[int]:
+    import psutil
+
+    try:
+        return [p.pid for p in psutil.Process(pid).children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return []
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize(("sig", "code", "name"), [(signal.SIGTERM, 143, "SIGTERM"),
+                                                   (signal.SIGHUP, 129, "SIGHUP")])
+def test_sigterm_and_sighup_stop_like_ctrl_c(tmp_path: Path, sig: int, code: int,
+                                             name: str) -> None:
+    """scancel and `timeout` send SIGTERM, a closed SSH session SIGHUP: the running trial is
+    recorded and queued again, no child is left, and the exit code says which signal."""
+    import psutil
+
+    tune = _start_until_a_trial_runs(tmp_path)
+    children = [psutil.Process(p) for p in _workers_of(tune.pid)]
+    assert children, "the trial's worker is running"
+    tune.send_signal(sig)
+    _, err = tune.communicate(timeout=120)
+    assert tune.returncode == code
+    assert (f"rocmdoctor tune: stopped by {name}; finished trials are saved in the study, run "
+            "the same command to continue") in err
+    running, interrupted = _running_and_interrupted(tmp_path / "cache")
+    assert running == [] and len(interrupted) == 1
+    gone, alive = psutil.wait_procs(children, timeout=10)
+    assert alive == []
+
+
+@pytest.mark.e2e
+def test_a_killed_tune_leaves_no_worker_behind(tmp_path: Path) -> None:
+    """kill -9 gives the tune no chance to clean up: its workers die with it (the parent-death
+    signal), instead of holding the GPU until their own timeout."""
+    import psutil
+
+    tune = _start_until_a_trial_runs(tmp_path)
+    children = [psutil.Process(p) for p in _workers_of(tune.pid)]
+    assert children
+    tune.kill()
+    tune.wait(timeout=30)
+    gone, alive = psutil.wait_procs(children, timeout=15)
+    assert alive == [], [p.cmdline() for p in alive]
