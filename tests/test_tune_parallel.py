@@ -181,7 +181,7 @@ def test_a_failing_gpu_thread_stops_the_others() -> None:
         while not tuner.cancel.wait(0.05):
             pass
 
-    tuner._search_over = lambda: False  # type: ignore[method-assign]
+    tuner._stop_reason = lambda: None  # type: ignore[method-assign]
     tuner._search_on = search_on  # type: ignore[method-assign]
     tuner.study = type("S", (), {"_pop_waiting_trial_id": lambda self: None})()
     start = time.monotonic()
@@ -214,14 +214,18 @@ def test_ctrl_c_waits_for_every_thread_to_record_its_trial(
         time.sleep(0.5)  # killing the child and recording the trial as interrupted
         recorded.append(gpu)
 
-    tuner._search_over = lambda: False  # type: ignore[method-assign]
+    tuner._stop_reason = lambda: None  # type: ignore[method-assign]
     tuner._search_on = search_on  # type: ignore[method-assign]
     tuner.study = type("S", (), {"_pop_waiting_trial_id": lambda self: None})()
     released: list[str] = []
     monkeypatch.setattr(sd, "release", lambda study, owner: released.append(owner))
-    threading.Timer(0.6, os.kill, (os.getpid(), signal.SIGINT)).start()
-    with pytest.raises(KeyboardInterrupt):
-        tuner._search()
+    ctrl_c = threading.Timer(0.6, os.kill, (os.getpid(), signal.SIGINT))
+    ctrl_c.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            tuner._search()
+    finally:  # a test that fails early must not let the Ctrl-C land in the next one
+        ctrl_c.cancel()
     assert sorted(recorded, key=str) == sorted(gpus or (None,), key=str)
     assert released == [tuner.owner]
 
