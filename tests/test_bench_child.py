@@ -79,6 +79,12 @@ def outcomes() -> dict[str, Any]:
         return {name: future.result() for name, future in futures.items()}
 
 
+def _available_bytes() -> int:
+    with open("/proc/meminfo") as f:
+        line = next(x for x in f if x.startswith("MemAvailable:"))
+    return int(line.split()[1]) * 1024
+
+
 def _check_sane(result: dict[str, Any], spec: BenchSpec, unit: str) -> None:
     assert result["schema"] == "rocmdoctor.bench/1"
     assert result["spec"] == spec.to_dict()
@@ -99,6 +105,10 @@ def _check_sane(result: dict[str, Any], spec: BenchSpec, unit: str) -> None:
     assert m["memory"]["peak_allocated_bytes"] is None
     assert m["memory"]["reason"] == "device memory is measured on GPUs only"
     assert m["memory"]["host_peak_rss_bytes"] > 10 * 2**20
+    # a CPU run is bounded at the memory free to it, not left to grow into the OOM killer
+    free = _available_bytes()
+    assert m["memory"]["host_peak_rss_bytes"] < m["memory"]["host_limit_bytes"]
+    assert free * 0.5 < m["memory"]["host_limit_bytes"] < free * 1.5
     assert m["power"]["avg_w"] is None and m["power"]["energy_per_sample_j"] is None
     assert m["power"]["reason"] == "power is measured on GPUs only"
     env = result["environment"]

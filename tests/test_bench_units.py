@@ -266,3 +266,40 @@ def test_float_settings_are_converted() -> None:
         parse_settings(["power_hz=fast"])
     with pytest.raises(ValueError, match="--set min_warmup_s: 'inf' is not a finite number"):
         parse_settings(["min_warmup_s=inf"])
+
+
+MEMINFO = """MemTotal:       24683584 kB
+MemFree:        19021344 kB
+MemAvailable:   23112028 kB
+Buffers:          310240 kB
+"""
+
+
+@pytest.mark.parametrize("cgroup_max, cgroup_current, expected", [
+    (None, None, 100 * 2**20 + int(23112028 * 1024 * 0.9)),  # no cgroup v2 files
+    ("max\n", "123\n", 100 * 2**20 + int(23112028 * 1024 * 0.9)),  # cgroup without a limit
+    ("8589934592\n", "4294967296\n", 100 * 2**20 + int(4 * 2**30 * 0.9)),  # 4 GiB left
+    ("8589934592\n", "9999999999\n", 100 * 2**20),  # over its limit already: nothing more
+])
+def test_a_cpu_run_may_take_what_is_free_to_it(cgroup_max: Optional[str],
+                                              cgroup_current: Optional[str],
+                                              expected: int) -> None:
+    from rocmdoctor.tuners.bench.worker import host_memory_limit
+
+    assert host_memory_limit(MEMINFO, cgroup_max, cgroup_current, 100 * 2**20) == expected
+
+
+@given(st.text(), st.one_of(st.none(), st.text()), st.one_of(st.none(), st.text()))
+def test_the_memory_limit_never_raises(meminfo: str, cg_max: Optional[str],
+                                       cg_cur: Optional[str]) -> None:
+    from rocmdoctor.tuners.bench.worker import host_memory_limit
+
+    limit = host_memory_limit(meminfo, cg_max, cg_cur, None)
+    assert limit is None or limit >= 0
+
+
+@pytest.mark.parametrize("text", ["MemAvailable: ²³ kB", "MemAvailable: " + "9" * 5000 + " kB"])
+def test_the_memory_limit_reads_odd_numbers_as_unknown(text: str) -> None:
+    from rocmdoctor.tuners.bench.worker import host_memory_limit
+
+    assert host_memory_limit(text, "9" * 5000, "²", None) is None

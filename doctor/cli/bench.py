@@ -12,13 +12,16 @@ import json
 import math
 import shutil
 import sys
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
 from rocmdoctor.cli.common import fail as _fail
 from rocmdoctor.cli.common import unwritable
 from rocmdoctor.tuners.bench.spec import SETTINGS, BenchSpec
+
+if TYPE_CHECKING:
+    from rocmdoctor.tuners.bench.child import TrialOutcome
 
 
 def parse_settings(pairs: Optional[list[str]]) -> dict[str, Any]:
@@ -127,7 +130,8 @@ def _after_oom(spec: BenchSpec, timeout: float, python: Optional[str]) -> str:
     typer.echo(f"rocmdoctor: {head}; halving the batch to find the largest that fits",
                err=True)
     found = find_max_batch(dataclasses.replace(spec, batch_size=spec.batch_size // 2),
-                           child_runner({}, timeout, python), only_down=True)
+                           child_runner({}, timeout, python), only_down=True,
+                           on_probe=_report_probe)
     if found.failure is not None:
         return f"{head}; then the {found.message()}"
     if found.largest_fit is None:
@@ -136,16 +140,16 @@ def _after_oom(spec: BenchSpec, timeout: float, python: Optional[str]) -> str:
             f"rerun with --batch-size {found.largest_fit} (or --find-max-batch)")
 
 
-def _max_batch(spec: BenchSpec, timeout: float, python: Optional[str]) -> int:
-    from rocmdoctor.tuners.bench.child import TrialOutcome
-    from rocmdoctor.tuners.bench.maxbatch import child_runner, find_max_batch
+def _report_probe(batch: int, outcome: TrialOutcome) -> None:
+    typer.echo(f"  batch {batch}: {outcome.state}", err=True)
 
-    def report(batch: int, outcome: TrialOutcome) -> None:
-        typer.echo(f"  batch {batch}: {outcome.state}", err=True)
+
+def _max_batch(spec: BenchSpec, timeout: float, python: Optional[str]) -> int:
+    from rocmdoctor.tuners.bench.maxbatch import child_runner, find_max_batch
 
     typer.echo(f"searching the largest batch for {spec.model} ({spec.precision}) that fits",
                err=True)
-    found = find_max_batch(spec, child_runner({}, timeout, python), on_probe=report)
+    found = find_max_batch(spec, child_runner({}, timeout, python), on_probe=_report_probe)
     if found.failure is not None:
         code = 2 if found.failure.state == "error" else 1
         typer.echo(f"rocmdoctor: error: {found.message()}", err=True)

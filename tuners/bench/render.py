@@ -79,7 +79,9 @@ def result_rows(result: Mapping[str, Any]) -> list[tuple[str, str]]:
                                f"{gib(mem.get('peak_reserved_bytes'))} reserved of "
                                f"{gib(mem.get('device_total_bytes'))}"))
     else:
-        rows.append(("memory", f"host peak RSS {gib(mem.get('host_peak_rss_bytes'))}; "
+        limit = mem.get("host_limit_bytes")
+        bound = f" of {gib(limit)} free" if limit else ""  # the run's bound
+        rows.append(("memory", f"host peak RSS {gib(mem.get('host_peak_rss_bytes'))}{bound}; "
                                f"{mem.get('reason') or 'no device figures'}"))
     if pw.get("avg_w") is not None:
         rows.append(("power", f"{num(pw.get('avg_w'), 0)} W average, "

@@ -116,6 +116,7 @@ def run(spec: BenchSpec, emit: Callable[[dict[str, Any]], None], fault: str) -> 
     from rocmdoctor.tuners.bench.workloads import WorkloadError, build_workload
 
     device = _pick_device(torch, spec.device)
+    host_limit = bound_host_memory() if device.type == "cpu" else None
     applied, unsupported = apply_settings(torch, spec)
     torch.manual_seed(int(spec.settings.get("seed", 0)))
     try:
@@ -212,7 +213,7 @@ def run(spec: BenchSpec, emit: Callable[[dict[str, Any]], None], fault: str) -> 
     power_summary = sampler.stop(samples_measured=spec.batch_size * spec.steps)
 
     stats = step_stats(step_s, unit_per_step)
-    memory = _memory(torch, device, info)
+    memory = _memory(torch, device, info, host_limit)
     if extras and spec.settings.get("mfu", True):
         flop_info = _count_flops(flops, model, inputs, targets, work.loss_fn, autocast,
                                  spec.batch_size)
@@ -324,11 +325,79 @@ def _pick_device(torch: Any, wanted: str) -> Any:
     return torch.device("cuda", torch.cuda.current_device())
 
 
-def _memory(torch: Any, device: Any, info: dict[str, Any]) -> dict[str, Any]:
+# What a CPU run may take of the memory it finds free: the rest is left to the system.
+HOST_SHARE = 0.9
+
+
+def _read(path: str) -> Optional[str]:
+    try:
+        with open(path, encoding="ascii", errors="replace") as f:
+            return f.read(1 << 16)
+    except OSError:
+        return None
+
+
+def _count(text: str) -> Optional[int]:
+    text = text.strip()
+    if not (text.isascii() and text.isdigit()) or len(text) > 30:
+        return None
+    return int(text)
+
+
+def _kib_field(text: Optional[str], name: str) -> Optional[int]:
+    """`name:   123 kB` from /proc/meminfo or /proc/self/status, in bytes."""
+    for line in (text or "").splitlines():
+        key, _, rest = line.partition(":")
+        if key == name:
+            kib = _count((rest.split() or [""])[0])
+            return None if kib is None else kib * 1024
+    return None
+
+
+def host_memory_limit(meminfo: Optional[str], cgroup_max: Optional[str],
+                      cgroup_current: Optional[str], vm_data: Optional[int]) -> Optional[int]:
+    """The data size a CPU run may reach: what it uses now plus HOST_SHARE of the memory
+    free to it (MemAvailable, or less when its cgroup v2 limit leaves less)."""
+    free = _kib_field(meminfo, "MemAvailable")
+    limit, used = _count(cgroup_max or ""), _count(cgroup_current or "")
+    if limit is not None and used is not None:
+        left = max(0, limit - used)
+        free = left if free is None else min(free, left)
+    if free is None:
+        return None
+    return (vm_data or 0) + int(free * HOST_SHARE)
+
+
+def bound_host_memory() -> Optional[int]:
+    """On the CPU a batch lives in host memory. Past what is free Linux overcommits: the
+    process grows into swap until the OOM killer ends it (a batch of 10^12 grew one to
+    18 GB). A data limit (RLIMIT_DATA, which counts malloc's heap and anonymous mappings)
+    at what is free makes such a batch fail at once with an out-of-memory error, which the
+    max-batch search and the bench's halving read as "does not fit". Returns the limit."""
+    limit = host_memory_limit(_read("/proc/meminfo"), _read("/sys/fs/cgroup/memory.max"),
+                              _read("/sys/fs/cgroup/memory.current"),
+                              _kib_field(_read("/proc/self/status"), "VmData"))
+    if limit is None:
+        return None
+    soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    if soft != resource.RLIM_INFINITY and soft <= limit:
+        return soft  # the user's own limit is tighter
+    try:
+        resource.setrlimit(resource.RLIMIT_DATA, (limit, hard))
+    except (ValueError, OSError):
+        return None
+    return limit
+
+
+def _memory(torch: Any, device: Any, info: dict[str, Any],
+            host_limit: Optional[int] = None) -> dict[str, Any]:
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
     if device.type != "cuda":
         return {"peak_allocated_bytes": None, "peak_reserved_bytes": None,
                 "device_total_bytes": None, "host_peak_rss_bytes": rss,
+                "host_limit_bytes": host_limit,
                 "reason": "device memory is measured on GPUs only"}
     return {"peak_allocated_bytes": torch.cuda.max_memory_allocated(device),
             "peak_reserved_bytes": torch.cuda.max_memory_reserved(device),
