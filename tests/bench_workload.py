@@ -46,3 +46,14 @@ def make_broken(spec: Any) -> tuple[nn.Module, Any, Any]:
         raise ValueError("the data loader of this workload is broken")
 
     return model, broken, loss
+
+
+def make_deep(spec: Any) -> Any:
+    """A factory whose error comes from deep in user code: its traceback is longer than the
+    stderr the benchmark keeps."""
+    def descend(depth: int) -> Any:
+        if depth == 0:
+            raise LookupError("no such dataset split: 'validation'")
+        return descend(depth - 1)
+
+    return descend(40)

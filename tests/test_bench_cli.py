@@ -7,6 +7,7 @@ tests do not depend on the registration line.
 from __future__ import annotations
 
 import json
+import re
 import os
 import subprocess
 import sys
@@ -127,3 +128,19 @@ def test_a_negative_timeout_is_a_usage_error() -> None:
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
     assert "--timeout" in done.stderr and "greater than or equal to 1" in done.stderr
+
+
+def test_a_factory_error_is_shown_with_its_traceback_header_and_its_error() -> None:
+    """A deep traceback from user code is longer than the stderr kept: the header stays, the
+    middle is marked cut, and the error at the end is shown."""
+    proc = cli("bench", "--model", "tests.bench_workload:make_deep", "--device", "cpu",
+               "--timeout", "120")
+    assert proc.returncode == 1, proc.stderr
+    lines = proc.stderr.splitlines()
+    start = lines.index("Traceback (most recent call last):")
+    assert re.fullmatch(r"  \.\.\. \(\d+ lines\)", lines[start + 1]), lines[start + 1]
+    assert lines[-2:] == [
+        "LookupError: no such dataset split: 'validation'",
+        "rocmdoctor: error: the benchmark crashed: the benchmark process exited with code 1: "
+        "LookupError: no such dataset split: 'validation'"]
+    assert len(lines) - start <= 16

@@ -107,7 +107,9 @@ def bench_command(
     if outcome.state == "oom":
         raise _fail(_after_oom(spec, timeout, python), 1)
     if outcome.state != "ok" or outcome.result is None:
-        tail = "\n".join(outcome.stderr_tail.splitlines()[-15:])
+        from rocmdoctor.tuners.bench.child import excerpt
+
+        tail = excerpt(outcome.stderr_tail)
         if tail:
             typer.echo(tail, err=True)
         raise _fail(f"the benchmark {outcome.state}: {outcome.message}", 1)

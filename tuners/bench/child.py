@@ -110,11 +110,11 @@ def _watch(proc: process.Popen[str], spec: BenchSpec, start: float, timeout_s: f
            on_event: Optional[Callable[[dict[str, Any]], None]],
            cancel: Optional[threading.Event]) -> TrialOutcome:
     assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
-    tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
+    tail = _Tail(STDERR_TAIL_LINES)
     lines: queue.Queue[Optional[str]] = queue.Queue()
     readers = [
         threading.Thread(target=_pump, args=(proc.stdout, lines.put), daemon=True),
-        threading.Thread(target=_pump, args=(proc.stderr, _tail_sink(tail)), daemon=True),
+        threading.Thread(target=_pump, args=(proc.stderr, tail), daemon=True),
     ]
     for reader in readers:
         reader.start()
@@ -155,7 +155,7 @@ def _watch(proc: process.Popen[str], spec: BenchSpec, start: float, timeout_s: f
     for reader in readers:
         reader.join(timeout=2.0)
     wall = time.monotonic() - start
-    stderr_tail = "\n".join(tail)
+    stderr_tail = tail.text()
     state, result, message = _classify(spec, final, ended_by, returncode, stderr_tail, timeout_s,
                                        exit_hung)
     return TrialOutcome(state, result, message, stderr_tail, returncode, wall)
@@ -257,9 +257,44 @@ def _pump(stream: IO[str], sink: Callable[[Optional[str]], Any]) -> None:
     sink(None)
 
 
-def _tail_sink(tail: collections.deque[str]) -> Callable[[Optional[str]], None]:
-    def sink(line: Optional[str]) -> None:
-        if line is not None:
-            tail.append(line.rstrip("\n")[:2000])
+TRACEBACK = "Traceback (most recent call last):"
 
-    return sink
+
+class _Tail:
+    """The last lines of the child's stderr, keeping the header of the last traceback even
+    when a deep one scrolls it out: without it the cut frames read as unrelated noise."""
+
+    def __init__(self, size: int) -> None:
+        self.lines: collections.deque[str] = collections.deque(maxlen=size)
+        self.seen = 0
+        self.header_at: Optional[int] = None  # line number of the last traceback header
+
+    def __call__(self, line: Optional[str]) -> None:
+        if line is None:
+            return
+        text = line.rstrip("\n")[:2000]
+        if text.startswith(TRACEBACK):
+            self.header_at = self.seen
+        self.lines.append(text)
+        self.seen += 1
+
+    def text(self) -> str:
+        first = self.seen - len(self.lines)  # line number of the oldest line kept
+        if self.header_at is None or self.header_at >= first:
+            return "\n".join(self.lines)
+        cut = first - self.header_at - 1
+        return "\n".join([TRACEBACK, f"  ... ({cut} lines not kept)", *self.lines])
+
+
+def excerpt(stderr_tail: str, limit: int = 15) -> str:
+    """The last traceback in a stderr tail with its header and its end (the error), within
+    `limit` lines; the last `limit` lines when there is none."""
+    lines = stderr_tail.splitlines()
+    starts = [i for i, line in enumerate(lines) if line.startswith(TRACEBACK)]
+    if not starts:
+        return "\n".join(lines[-limit:])
+    block = lines[starts[-1]:]
+    if len(block) <= limit:
+        return "\n".join(block)
+    keep = max(1, limit - 2)
+    return "\n".join([block[0], f"  ... ({len(block) - 1 - keep} lines)", *block[-keep:]])
