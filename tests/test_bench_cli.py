@@ -7,8 +7,8 @@ tests do not depend on the registration line.
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
