@@ -160,3 +160,30 @@ def test_speedup_interval_always_brackets_the_ratio(base: dict[int, float],
     assert s.ratio > 0
     if s.low is not None and s.high is not None:
         assert s.low <= s.ratio * (1 + 1e-9) and s.ratio <= s.high * (1 + 1e-9)
+
+
+def _effect(knob: str, value: str, effect: float, n: tuple[int, int] = (2, 2)) -> dict[str, Any]:
+    return {"knob": knob, "value": value, "effect": effect, "n_with": n[0], "n_without": n[1],
+            "baseline": False}
+
+
+def test_effects_that_contradict_the_verdict_or_rest_on_one_trial_are_marked() -> None:
+    effects = [_effect("cl", "on", 0.30), _effect("prec", "bf16", -0.10),
+               _effect("prec", "fp16", 0.01), _effect("cl", "off", 0.20, (1, 1))]
+    # the confirmed best changes only prec to bf16 (so it keeps cl off)
+    marked = cf.mark_effects(effects, KNOBS, {"prec": "bf16"}, noise_cv=0.005)
+    assert [(e["knob"], e["value"], e["thin"], e["contradicts"], e["note"]) for e in marked] == [
+        ("cl", "on", False, True, "the confirmed best uses off instead"),
+        ("prec", "bf16", False, True, "the confirmed best uses it all the same"),
+        ("prec", "fp16", False, False, ""),  # +1 %: under the floor, not a contradiction
+        ("cl", "off", True, False, "one trial against one"),
+    ]
+    # no winner: a large gain of another value is not borne out; the noise raises the floor
+    marked = cf.mark_effects(effects, KNOBS, None, noise_cv=0.12)
+    assert [(e["value"], e["contradicts"]) for e in marked] == [
+        ("on", True), ("bf16", False), ("fp16", False), ("off", False)]
+    assert marked[0]["note"] == ("not borne out: no configuration beat your settings when "
+                                 "re-measured")
+    # nothing was re-measured: no verdict to contradict, thin still said
+    marked = cf.mark_effects(effects, KNOBS, None, noise_cv=None, confirmed=False)
+    assert [e["note"] for e in marked] == ["", "", "", "one trial against one"]

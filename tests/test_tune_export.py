@@ -86,7 +86,10 @@ def result() -> dict[str, Any]:
         "effects": [{"knob": "precision", "value": "bf16", "effect": 0.85, "n_with": 2,
                      "n_without": 3, "baseline": False},
                     {"knob": "channels_last", "value": "on", "effect": 0.3, "n_with": 2,
-                     "n_without": 3, "baseline": False}],
+                     "n_without": 3, "baseline": False},
+                    {"knob": "tunableop", "value": "off", "effect": 0.05, "n_with": 1,
+                     "n_without": 1, "baseline": True, "thin": True, "contradicts": True,
+                     "note": "one trial against one; the confirmed best uses on instead"}],
         "apply": how_to_apply(SPACE, WINNER, WINNER_ENV, "rocm", spec),
     }
 
@@ -179,6 +182,7 @@ verdict: trial 3 (precision=bf16, channels_last=on, miopen_find_mode=FAST, tunab
 knob effects (geometric mean of finished trials with the value vs without):
   precision = bf16      +85.0%  (n=2 vs 3)
   channels_last = on    +30.0%  (n=2 vs 3)
+  tunableop = off        +5.0%  (n=1 vs 1)  (one trial against one; the confirmed best uses on instead)
 
 apply:
   export MIOPEN_CUSTOM_CACHE_DIR={DB}/miopen-cache
@@ -248,4 +252,8 @@ def test_html_page_is_self_contained_and_escaped() -> None:
     assert (f'text-anchor="end">{full[:40]}\u2026<title>{full}</title></text>') in page
     assert 'text-anchor="end">trial 1: channels_last=on<title>' in page
     assert "export MIOPEN_FIND_MODE=FAST" in page
+    # an effect with a note is starred in the chart and explained under it
+    assert 'text-anchor="end">tunableop = off *<title>' in page
+    assert ("<li>* tunableop = off: one trial against one; the confirmed best uses on "
+            "instead</li>") in page
     assert "<li><b>alloc</b>: needs torch &gt;= 2.12 (this is 2.9.1+rocm6.4)</li>" in page

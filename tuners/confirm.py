@@ -149,6 +149,43 @@ def knob_effects(trials: Sequence[Mapping[str, Any]], knobs: Sequence[Mapping[st
     return out
 
 
+# An effect smaller than this is not called a contradiction of the verdict: noise alone.
+CONTRADICTION_FLOOR = 0.02
+
+
+def mark_effects(effects: Sequence[Mapping[str, Any]], knobs: Sequence[Mapping[str, Any]],
+                 winner: Optional[Mapping[str, str]], noise_cv: Optional[float],
+                 confirmed: bool = True) -> list[dict[str, Any]]:
+    """Say which effects are thin (one trial with the value against one without) and which
+    contradict the confirmed verdict: a value the effects favour that the confirmed best does
+    not use (or no configuration won), or one they disfavour that it uses. `winner` is the
+    confirmed best's changes from your settings, None when none won; `confirmed` False when
+    no re-measurement ran (then there is no verdict to contradict)."""
+    baseline = {k["name"]: k["baseline"] for k in knobs}
+    floor = max(CONTRADICTION_FLOOR, 2 * (noise_cv or 0.0))
+    out = []
+    for e in effects:
+        mark = dict(e, thin=e["n_with"] == 1 and e["n_without"] == 1, contradicts=False,
+                    note="")
+        chosen = (winner or {}).get(e["knob"], baseline.get(e["knob"]))
+        if not confirmed:
+            pass
+        elif winner is None:  # your settings stay: a large gain of another value is unconfirmed
+            if e["value"] != chosen and e["effect"] > floor:
+                mark.update(contradicts=True,
+                            note="not borne out: no configuration beat your settings when "
+                                 "re-measured")
+        elif e["value"] == chosen and e["effect"] < -floor:
+            mark.update(contradicts=True, note="the confirmed best uses it all the same")
+        elif e["value"] != chosen and e["effect"] > floor:
+            mark.update(contradicts=True, note=f"the confirmed best uses {chosen} instead")
+        if mark["thin"]:
+            thin = "one trial against one"
+            mark["note"] = f"{thin}; {mark['note']}" if mark["note"] else thin
+        out.append(mark)
+    return out
+
+
 def _geomean(values: Sequence[float]) -> float:
     return math.exp(statistics.fmean(math.log(v) for v in values))
 

@@ -169,7 +169,8 @@ def render_summary(result: Mapping[str, Any], outputs: Sequence[str] = ()) -> st
                     "without):"]
         width = max(len(f"{e['knob']} = {e['value']}") for e in effects)
         out += [f"  {e['knob'] + ' = ' + e['value']:<{width}}  {e['effect']:+8.1%}  "
-                f"(n={e['n_with']} vs {e['n_without']})" for e in effects]
+                f"(n={e['n_with']} vs {e['n_without']})"
+                + (f"  ({e['note']})" if e.get("note") else "") for e in effects]
     apply = result.get("apply")
     if apply:
         out += ["", "apply:"]

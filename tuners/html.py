@@ -226,9 +226,14 @@ def render_html(result: Mapping[str, Any]) -> str:
                    c["speedup"], c["low"], c["high"],
                    COLORS["win"] if c["winner"] else COLORS["lose"])
                   for c in cands if c["speedup"] is not None]
-    effect_rows = [(f"{e['knob']} = {e['value']}", e["effect"], None, None,
+    effect_rows = [(f"{e['knob']} = {e['value']}" + (" *" if e.get("note") else ""),
+                    e["effect"], None, None,
                     COLORS["win"] if e["effect"] >= 0 else COLORS["fail"])
                    for e in result["effects"][:16]]
+    noted = [e for e in result["effects"][:16] if e.get("note")]
+    effect_notes = ("<ul class=sub>" + "".join(
+        f"<li>* {_e(e['knob'])} = {_e(e['value'])}: {_e(e['note'])}</li>" for e in noted)
+        + "</ul>") if noted else ""
     rows = []
     for t in result["trials"]:
         changes = ", ".join(f"{k}={v}" for k, v in t["params"].items()
@@ -263,7 +268,7 @@ def render_html(result: Mapping[str, Any]) -> str:
 <p class=sub>Re-measured interleaved over {_e(result['confirmation'].get('rounds', 0))} rounds;
 run-to-run noise {_fmt(noise, '{:.1%}')}.</p>{bar_chart(speed_rows, 1.0, '{:.3f}')}
 <h2>Knob effects</h2><p class=sub>Geometric-mean throughput of finished trials with each value
-against those without it.</p>{bar_chart(effect_rows, 0.0, '{:+.1%}')}
+against those without it.</p>{bar_chart(effect_rows, 0.0, '{:+.1%}')}{effect_notes}
 <h2>How to apply</h2><pre>{_e(env_file_text(result))}</pre>
 <h2>Trials</h2><table><tr><th>#</th><th>changes</th><th>state</th><th>{_e(unit)}/s</th>
 <th>one-time</th><th>message</th></tr>{''.join(rows)}</table>

@@ -639,7 +639,10 @@ class Tuner:
             "search": {"stopped": self.stopped, "why": STOPPED.get(self.stopped or "", ""),
                        "queued": sum(t["state"] == "waiting" for t in trials)},
             "batch_search": self.batch_search,
-            "effects": cf.knob_effects(trials, self.space.to_dict()["knobs"]),
+            "effects": cf.mark_effects(
+                cf.knob_effects(trials, self.space.to_dict()["knobs"]),
+                self.space.to_dict()["knobs"], best["changes"] if best else None,
+                confirmation.get("noise_cv"), confirmation.get("status") == "done"),
             "apply": apply,
         }
 
