@@ -92,8 +92,12 @@ def test_bench_writes_json_and_compare_reads_it(runs: dict[str, Any], tmp_path: 
 
     compared = cli("compare", str(out), str(out), "--markdown")
     assert compared.returncode == 0, compared.stderr
-    rows = {ln.split("|")[1].strip(): ln for ln in compared.stdout.splitlines()[2:]}
+    rows = {ln.split("|")[1].strip(): ln for ln in compared.stdout.splitlines()[2:]
+            if ln.startswith("|")}
     assert rows["vs first"] == "| vs first | base | +0.0 % |"
+    # the same file twice: no difference, and one run each says nothing beyond the noise
+    assert compared.stdout.splitlines()[-1].startswith("- warning: tiny vs tiny: +0.0 % is "
+                                                       "inside the step-to-step noise")
     assert rows["model"] == "| model | tinycnn bs 4 | tinycnn bs 4 |"
 
     missing = cli("compare", str(tmp_path / "none.json"))

@@ -136,3 +136,18 @@ def test_load_result_errors(tmp_path: Path) -> None:
     line = tmp_path / "line.json"  # a raw protocol line from the worker is accepted too
     line.write_text(json.dumps({"event": "result", "result": RUNS[0][1]}))
     assert load_result(str(line)) == RUNS[0][1]
+
+
+def test_a_difference_inside_the_step_noise_is_warned_about() -> None:
+    """+0.8 % with a step-time CV of 1.5 % in one of the runs: one run each cannot tell it
+    from chance. The -80.7 % of fp32 and the +41.4 % of compile are far outside it."""
+    close = ("eager-again", result(median=4762.0, cv=0.015))
+    warning = ("warning: eager-again vs eager-bf16-cl: +0.8 % is inside the step-to-step "
+               "noise (step time CV 1.5 %); one run each cannot tell it from chance: repeat "
+               "both, or let `rocmdoctor tune` re-measure them interleaved")
+    text = render_compare_text([RUNS[0], close, RUNS[1], RUNS[2]], width=100)
+    assert text.splitlines()[-1] == warning  # one line, never wrapped
+    assert sum("inside the step-to-step noise" in line for line in text.splitlines()) == 1
+    markdown = render_compare_markdown([RUNS[0], close])
+    assert markdown.endswith(f"\n\n- {warning}\n")
+    assert "warning" not in render_compare_text(RUNS, width=100)

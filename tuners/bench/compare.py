@@ -143,6 +143,31 @@ def comparison(results: Sequence[tuple[str, Mapping[str, Any]]]) -> list[list[st
     return table
 
 
+def noise_lines(results: Sequence[tuple[str, Mapping[str, Any]]]) -> list[str]:
+    """A warning for each run whose throughput differs from the first's by less than the
+    step-to-step noise of either (the step time's coefficient of variation): one pair of
+    runs cannot tell such a difference from chance."""
+    if len(results) < 2:
+        return []
+    base_label, base = results[0]
+    base_rate = get(base, "metrics", "throughput", "median")
+    base_cv = get(base, "metrics", "step_time_s", "cv")
+    lines = []
+    for label, r in results[1:]:
+        rate, cv = get(r, "metrics", "throughput", "median"), get(r, "metrics", "step_time_s",
+                                                                   "cv")
+        if not all(isinstance(v, (int, float)) for v in (rate, base_rate, cv, base_cv)) \
+                or not base_rate:
+            continue
+        diff, noise = (rate - base_rate) / base_rate, max(cv, base_cv)
+        if abs(diff) < noise:
+            lines.append(f"warning: {label} vs {base_label}: {diff * 100:+.1f} % is inside the "
+                         f"step-to-step noise (step time CV {noise * 100:.1f} %); one run each "
+                         "cannot tell it from chance: repeat both, or let `rocmdoctor tune` "
+                         "re-measure them interleaved")
+    return lines
+
+
 def anchor_lines(results: Sequence[tuple[str, Mapping[str, Any]]]) -> list[str]:
     """Published figures for the models and GPUs being compared, with their sources."""
     lines: list[str] = []
@@ -174,6 +199,8 @@ def render_compare_text(results: Sequence[tuple[str, Mapping[str, Any]]], width:
     console = Console(file=buf, width=width, color_system="standard" if color else None,
                       force_terminal=color, no_color=not color, highlight=False)
     console.print(table)
+    for line in noise_lines(results):
+        console.print(line, highlight=False, soft_wrap=True)
     if anchors:
         for line in anchor_lines(results):
             console.print(line, highlight=False, soft_wrap=True)
@@ -190,6 +217,10 @@ def render_compare_markdown(results: Sequence[tuple[str, Mapping[str, Any]]],
     out = ["| " + " | ".join(cell(c) for c in rows[0]) + " |",
            "| --- |" + " ---: |" * (len(rows[0]) - 1)]
     out.extend("| " + " | ".join(cell(c) for c in row) + " |" for row in rows[1:])
+    noise = noise_lines(results)
+    if noise:
+        out.append("")
+        out.extend(f"- {line}" for line in noise)
     if anchors:
         out.append("")
         out.extend(f"- {line}" for line in anchor_lines(results))
