@@ -103,5 +103,10 @@ def test_the_stop_reason_names_the_budget_only_when_it_binds() -> None:
     tuner.study = _Study([])
     tuner.started -= 100  # 500 s left: a 30 s trial and about 117 s of confirmation fit
     assert tuner._stop_reason() is None
-    tuner.started -= 400  # 100 s left
+    tuner.started -= 400  # 100 s left: not enough for a trial and its confirmation, but
+    assert tuner._stop_reason() is None  # no candidate exists yet: one more trial runs
+    trials.append(_trial(1, 30.0, 2.0, 3000.0))
+    assert tuner._stop_reason() == "budget"  # now the confirmation needs the rest
+    trials.pop()
+    tuner.started -= 75  # 25 s left: not even a trial fits
     assert tuner._stop_reason() == "budget"

@@ -344,9 +344,15 @@ class Tuner:
         # The budget binds once your settings have run (ok or not): there is always a baseline;
         # or once another tune sharing the study is running them. Another trial starts while
         # it and the confirmation of the candidates that exist still fit.
+        # Until a configuration other than yours has finished, one more trial starts while it
+        # fits at all: without a candidate the tune has nothing to show, and the confirmation
+        # minimum may then end past the budget (a short budget on a slow machine spent
+        # a quarter of itself on your settings and stopped).
         started = any(t["baseline"] and t["state"] in (*sd.DONE_STATES, "running")
                       for t in trials)
-        if started and self.time_left() < self._typical_wall(done) + self.confirm_reserve(done):
+        typical, left = self._typical_wall(done), self.time_left()
+        candidate = any(t["state"] == "ok" and not t["baseline"] for t in done)
+        if started and left < typical + (self.confirm_reserve(done) if candidate else 0.0):
             return "budget"
         return None
 
