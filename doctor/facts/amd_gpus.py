@@ -75,11 +75,6 @@ def integrated(inv: GpuInventory) -> tuple[GpuAgent, ...]:
     return tuple(g for g in inv.gpus if g.is_integrated)
 
 
-def effective_target(agent: GpuAgent) -> str:
-    """The target the runtime loads code for: the override's when one applies."""
-    return agent.reported_gfx or agent.gfx
-
-
 def override_vars(env: Mapping[str, str]) -> dict[str, str]:
     """HSA_OVERRIDE_GFX_VERSION and its per-node forms HSA_OVERRIDE_GFX_VERSION_<node>."""
     return {k: v for k, v in env.items()

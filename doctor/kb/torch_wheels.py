@@ -296,14 +296,6 @@ def targets_of_index(rocm: str) -> Optional[IndexTargets]:
     return None
 
 
-def first_index_with(gfx: str) -> Optional[IndexTargets]:
-    """The oldest ROCm index whose newest wheels include a gfx target."""
-    for row in sorted(INDEX_TARGETS, key=lambda r: version_tuple(r.rocm)):
-        if gfx in row.targets:
-            return row
-    return None
-
-
 def wheel_targets(torch_version: str, rocm: str) -> Optional[WheelTargets]:
     """The target list of one torch release's wheels on one ROCm index."""
     minor = ".".join(str(p) for p in version_tuple(torch_version)[:2])
