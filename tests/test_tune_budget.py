@@ -110,3 +110,57 @@ def test_the_stop_reason_names_the_budget_only_when_it_binds() -> None:
     trials.pop()
     tuner.started -= 75  # 25 s left: not even a trial fits
     assert tuner._stop_reason() == "budget"
+
+
+class _FakeTrial:
+    def __init__(self, number: int, baseline: bool) -> None:
+        self.number = number
+        self.user_attrs: dict[str, Any] = {"baseline": True} if baseline else {}
+
+    def set_user_attr(self, key: str, value: Any) -> None:
+        self.user_attrs[key] = value
+
+    def report(self, value: float, step: int) -> None:
+        pass
+
+
+@pytest.mark.parametrize("baseline", [False, True], ids=["candidate", "your-settings"])
+def test_no_trial_but_yours_runs_past_the_budget(baseline: bool, tmp_path: Any,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A compiled CPU trial started with 92 s left ran 5 minutes past a 150 s budget: now it
+    is stopped when the budget ends, recorded as interrupted (a resumed tune runs it), and
+    the search goes on to its stop reason. Your settings always run to the end."""
+    from rocmdoctor.tuners import space as sp
+    from rocmdoctor.tuners import tune as tn
+    from rocmdoctor.tuners.bench.child import TrialOutcome
+
+    tuner = Tuner(TuneOptions(spec=BenchSpec(), budget_s=150.0), {})
+    tuner.platform = Platform(kind="cpu", torch="2.13.0+cpu")
+    tuner.study_dir = str(tmp_path)
+    tuner.space = None  # type: ignore[assignment]  # materialize is replaced below
+    tuner._changes = lambda params: {}  # type: ignore[method-assign]
+    tuner._done = lambda: []  # type: ignore[method-assign]
+    tuner._total = lambda: 10  # type: ignore[method-assign]
+    tuner._baseline = lambda: {"wall_s": 30.0}  # type: ignore[method-assign]
+    tuner.started -= 57.5  # 92.5 s left
+    plan = sp.TrialPlan(spec=BenchSpec(compile=True), env={}, tunableop=False, dirs={})
+    monkeypatch.setattr(sp, "materialize", lambda *a, **k: plan)
+    given: list[float] = []
+
+    def run_plan(plan: Any, timeout: float, pruner: Any, gpu: Any) -> Any:
+        given.append(timeout)
+        return TrialOutcome("timeout", None, f"no result within {timeout:g} s; the child was "
+                            "killed", "", -9, timeout), None
+
+    tuner._run_plan = run_plan  # type: ignore[method-assign]
+    trial = _FakeTrial(3, baseline)
+    with pytest.raises(tn._TrialFailed):
+        tuner._measure_trial(trial, {}, None, 1, 100.0)  # type: ignore[arg-type]
+    if baseline:  # the adaptive timeout: 6 x the baseline's 30 s, doubled to compile
+        assert given == [360.0] and trial.user_attrs["state"] == "timeout"
+        return
+    assert given[0] == pytest.approx(92.0, abs=1.0)
+    assert trial.user_attrs["state"] == "interrupted"
+    assert trial.user_attrs["message"] == (
+        "stopped when the budget ended (92 s in); the same command with a longer --budget "
+        "runs it again")

@@ -54,6 +54,9 @@ MAX_DUPLICATES = 20  # consecutive repeats of measured points: the sampler has c
 # share of its first run (the process, torch's import and the measurement itself).
 RERUN_ONE_TIME_LEFT = 0.8
 RERUN_FLOOR = 0.25
+# No trial but yours runs past the budget: one that would is stopped when the budget ends
+# (given at least this long), recorded as interrupted, and runs on a resumed tune.
+BUDGET_CUT_FLOOR_S = 60.0
 # Why the search ended, as the summary says it.
 STOPPED = {
     "budget": "the budget left no room for another trial and the confirmation",
@@ -491,6 +494,10 @@ class Tuner:
         pruner = None if trial.user_attrs.get("baseline") else \
             sd.WindowPruner(best, report=trial.report)
         timeout = self._timeout(plan)
+        cut_at_budget = False
+        if not trial.user_attrs.get("baseline") and not self.o.trial_timeout_s \
+                and self.time_left() < timeout:
+            timeout, cut_at_budget = max(BUDGET_CUT_FLOOR_S, self.time_left()), True
         started = time.time()
         for key, value in {"started_at": started, "dir": trial_dir, "env": plan.env,
                            "spec": plan.spec.to_dict(), "gpu": gpu,
@@ -502,6 +509,11 @@ class Tuner:
                                   "changes": self._changes(params), "finished": before,
                                   "total": self._total(), "time_left": self.time_left()})
         outcome, one_time = self._run_plan(plan, timeout, pruner, gpu)
+        if cut_at_budget and outcome.state == "timeout":
+            outcome = dataclasses.replace(
+                outcome, state="interrupted",
+                message=f"stopped when the budget ended ({timeout:.0f} s in); the same command "
+                        "with a longer --budget runs it again")
         metrics: dict[str, Any] = metrics_of(outcome.result) if outcome.result else \
             {"windows": pruner.windows if pruner else []}
         trial.set_user_attr("metrics", metrics)
