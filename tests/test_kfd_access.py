@@ -118,8 +118,9 @@ def test_user_added_after_login_must_log_in_again() -> None:
             Finding.error("/dev/kfd: owner root, group render (gid 110), mode 0660"),
             Finding.error("/dev/dri/renderD128: owner root, group render (gid 110), mode 0660"),
             Finding.info("this process's groups: alice, video"),
-            Finding.hint("/etc/group lists alice in render, but this session started before that: "
-                         "its groups are fixed at login"),
+            Finding.hint("/etc/group lists alice in render, but this session does not have the "
+                         "group: likely it started before the user was added (a session's groups "
+                         "are fixed at login)"),
         ), Fix("Log out and back in (or start a shell that has the group with newgrp render).",
                ("newgrp render",), needs_relogin=True))
 
@@ -142,8 +143,8 @@ def test_in_the_group_yet_denied_points_at_acl_or_lsm() -> None:
     assert run(h) == expect(Status.FAIL, "alice cannot open /dev/kfd (group render, mode 0660)", (
         Finding.error("/dev/kfd: owner root, group render (gid 110), mode 0660"),
         Finding.info("this process's groups: alice, render"),
-        Finding.hint("alice is in render and the mode allows the group, yet access is denied: an "
-                     "ACL or a security module (SELinux, AppArmor) blocks it"),
+        Finding.hint("alice is in render and the mode allows the group, yet access is denied: "
+                     "possible causes: an ACL or a security module (SELinux, AppArmor) blocks it"),
     ), Fix("Look for an ACL on /dev/kfd and for denials in the kernel log.",
            ("getfacl /dev/kfd", "sudo dmesg | grep -i -E 'denied|apparmor|avc'"), needs_root=True))
 
@@ -203,8 +204,8 @@ def test_no_kfd_although_the_driver_is_loaded() -> None:
     h = host({}, files={"/sys/module/amdgpu/initstate": "live\n"})
     assert run(h) == expect(
         Status.FAIL, "/dev/kfd is missing although amdgpu is loaded",
-        (Finding.hint("the kernel was built without KFD (CONFIG_HSA_AMD) or amdgpu set up no "
-                      "GPU for compute"),),
+        (Finding.hint("possible causes: the kernel was built without KFD (CONFIG_HSA_AMD), or "
+                      "amdgpu set up no GPU for compute"),),
         Fix("The kernel log says why.", ("sudo dmesg | grep -i -E 'kfd|amdgpu'",), needs_root=True))
 
 

@@ -20,3 +20,19 @@ def new_app(help_text: str, name: Optional[str] = None) -> typer.Typer:
     return typer.Typer(name=name, help=help_text, no_args_is_help=True, add_completion=False,
                        pretty_exceptions_enable=False, rich_markup_mode=None,
                        context_settings={"help_option_names": ["-h", "--help"]})
+
+
+def use_color(stream: object) -> bool:
+    """Colour only on a terminal, and never when NO_COLOR is set to anything
+    (https://no-color.org)."""
+    import os
+
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty()) and not os.environ.get("NO_COLOR")
+
+
+def terminal_width(default: int = 100) -> int:
+    """The terminal's columns; `default` when piped (COLUMNS, when set, wins)."""
+    import shutil
+
+    return shutil.get_terminal_size((default, 24)).columns

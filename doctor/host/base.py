@@ -175,6 +175,11 @@ class Host(ABC):
     def python(self) -> Optional[dict[str, Any]]:
         """The Python/PyTorch probe (snapshot contract `python`), or None when not run."""
 
+    def waiting_on(self) -> list[tuple[str, float]]:
+        """What the host is waiting for now: (what, time.monotonic() when it started), oldest
+        first. A snapshot answers at once: nothing."""
+        return []
+
     # --- helpers -----------------------------------------------------------------------
     def exists(self, path: str) -> bool:
         return self.stat(path) is not None
