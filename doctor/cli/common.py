@@ -36,3 +36,18 @@ def terminal_width(default: int = 100) -> int:
     import shutil
 
     return shutil.get_terminal_size((default, 24)).columns
+
+
+def unwritable(path: str) -> Optional[str]:
+    """Why `path` cannot be written, checked before any work starts; None when it can."""
+    import os
+
+    folder = os.path.dirname(os.path.abspath(path)) or "."
+    if os.path.isdir(path):
+        return f"cannot write {path}: it is a folder"
+    if not os.path.isdir(folder):
+        return f"cannot write {path}: no folder {folder}"
+    target = path if os.path.exists(path) else folder
+    if not os.access(target, os.W_OK):
+        return f"cannot write {path}: permission denied"
+    return None
