@@ -111,16 +111,37 @@ def test_plain_progress_lines_while_the_probe_hangs(tmp_path: Path) -> None:
     assert 1 <= len(lines) <= 2, lines
 
 
-def test_report_says_which_command_it_waits_for(tmp_path: Path) -> None:
+@pytest.mark.parametrize("tool", ["rocm-smi", "amd-smi", "nvidia-smi"])
+def test_report_says_which_command_it_waits_for(tmp_path: Path, tool: str) -> None:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    script(bin_dir / "rocm-smi", "exec sleep 300\n")
+    script(bin_dir / tool, "exec sleep 300\n")
     r = rocmdoctor("report", "--format", "json", "--timeout", "3",
                    env={"PATH": f"{bin_dir}:{os.environ.get('PATH', '/usr/bin:/bin')}"})
     assert r.returncode == 0, r.stderr
-    assert any(ln.startswith("rocmdoctor: waiting for rocm-smi") for ln in r.stderr.splitlines()), \
+    assert any(ln.startswith(f"rocmdoctor: waiting for {tool}") for ln in r.stderr.splitlines()), \
         r.stderr
-    assert "(timed out)" in json.dumps(json.loads(r.stdout)["raw"])
+    report = json.loads(r.stdout)  # stdout is the report and nothing else
+    assert "(timed out)" in json.dumps(report["raw"])
+    assert "rocmdoctor: waiting" not in r.stdout
+
+
+def test_bench_compile_says_it_compiles_and_how_long_so_far() -> None:
+    """The first steps of a compiled model can take minutes: stderr says it is compiling,
+    then the time so far every 5 s (the worker hangs where the first step would compile)."""
+    r = rocmdoctor("bench", "--model", "tinycnn", "--device", "cpu", "--image-size", "16",
+                   "--batch-size", "4", "--steps", "5", "--warmup", "1", "--compile",
+                   "--timeout", "25", env={"ROCMDOCTOR_TEST_FAULT": "hang"})
+    assert r.returncode == 1, r.stderr
+    assert r.stdout == ""
+    lines = r.stderr.splitlines()
+    assert "rocmdoctor: compiling tinycnn with torch.compile (first steps)" in lines, r.stderr
+    after = lines[lines.index("rocmdoctor: compiling tinycnn with torch.compile (first steps)"):]
+    waits = [int(m.group(1)) for ln in after
+             if (m := re.fullmatch(r"rocmdoctor: waiting for torch\.compile \(first steps\) "
+                                   r"\((\d+) s\)", ln))]
+    assert len(waits) >= 2 and waits == sorted(waits) and waits[-1] > waits[0], r.stderr
+    assert lines[-1].startswith("rocmdoctor: error: the benchmark timeout: no result within 25 s")
 
 
 def _run_on_a_terminal(args: list[str], env: dict[str, str], timeout: float = 120

@@ -1,6 +1,7 @@
 """Progress on stderr while a command waits: after `delay` seconds with nothing printed, a
-live line "waiting for <what> (N s)" on a terminal, or plain lines at most one every
-`interval` seconds when stderr is a file or a pipe (a job's log).
+live line "waiting for <what> (N s)" on a terminal, or plain lines when stderr is a file or
+a pipe (a job's log): one when something has been waited for `delay` seconds, then at most
+one every `interval` seconds while it lasts.
 
 What is waited for comes from the host (`Host.waiting_on`: a command, the Python probe);
 between two of them it says the checks are running.
@@ -17,10 +18,11 @@ WaitingOn = Callable[[], "list[tuple[str, float]]"]
 
 
 def describe(waits: list[tuple[str, float]], now: float, started: float,
-             idle: str = "the checks") -> str:
-    """ "waiting for rocm-smi (12 s)", "... and 2 more" when several are running."""
+             idle: Optional[str] = "the checks") -> str:
+    """ "waiting for rocm-smi (12 s)", "... and 2 more" when several are running; "" when
+    nothing is waited for and there is no `idle` text (nothing to say)."""
     if not waits:
-        return f"waiting for {idle} ({now - started:.0f} s)"
+        return f"waiting for {idle} ({now - started:.0f} s)" if idle else ""
     what, since = waits[0]
     more = f" and {len(waits) - 1} more" if len(waits) > 1 else ""
     return f"waiting for {what} ({now - since:.0f} s){more}"
@@ -31,7 +33,7 @@ class Progress:
 
     def __init__(self, waiting_on: WaitingOn, stream: TextIO, delay: float = 2.0,
                  interval: float = 5.0, tick: float = 0.5, live: Optional[bool] = None,
-                 idle: str = "the checks") -> None:
+                 idle: Optional[str] = "the checks") -> None:
         self.waiting_on = waiting_on
         self.stream = stream
         self.delay = delay
@@ -71,19 +73,27 @@ class Progress:
         if self._stop.wait(self.delay):
             return
         last = float("-inf")
+        last_key: object = None
         while not self._stop.is_set():
             now = time.monotonic()
             try:
                 waits = self.waiting_on()
             except Exception:
                 waits = []
-            text = describe(waits, now, self._started, self.idle)
             if self.live:
-                self._write(f"\r\x1b[K{text}")
-                self._shown = True
-                self.lines += 1
-            elif now - last >= self.interval:
-                self._write(f"rocmdoctor: {text}\n")
-                self.lines += 1
-                last = now
+                text = describe(waits, now, self._started, self.idle)
+                if text:
+                    self._write(f"\r\x1b[K{text}")
+                    self._shown = True
+                    self.lines += 1
+            else:
+                # A log names what has been slow (waited for `delay` s or more): at once when
+                # that changes, then at most one line every `interval` seconds.
+                slow = [w for w in waits if now - w[1] >= self.delay]
+                key: object = slow[0] if slow else ("idle" if not waits else None)
+                text = describe(slow, now, self._started, self.idle) if key else ""
+                if text and (key != last_key or now - last >= self.interval):
+                    self._write(f"rocmdoctor: {text}\n")
+                    self.lines += 1
+                    last, last_key = now, key
             self._stop.wait(self.tick)

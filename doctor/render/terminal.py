@@ -129,6 +129,7 @@ def fix_lines(report: Report, width: int) -> list[Text]:
     for n, r in enumerate(todo, start=1):
         first = f"  {n}. {r.id}: "
         rest = " " * (len(f"  {n}. "))
+        commands: tuple[str, ...]
         if r.fix is None:
             text, commands = ("no fix is known; this shows what it found:",
                               (f"rocmdoctor check -v --only {r.id}",))
