@@ -10,17 +10,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from rocmdoctor.facts.platform import container_signals, is_wsl, not_rocm_reason
+from rocmdoctor.facts.container import container_info, passthrough_fix, sudo_note
+from rocmdoctor.facts.platform import is_wsl, not_rocm_reason
 from rocmdoctor.host import Host, PathInfo
+from rocmdoctor.kb.containers import SUDOERS_ENV
 from rocmdoctor.model import Check, CheckResult, Finding, Fix, Status
 
 PREREQUISITES = (
     "https://rocm.docs.amd.com/projects/install-on-linux/en/latest/install/prerequisites.html"
     "#configuring-permissions-for-gpu-access"
 )
-DOCKER = "https://rocm.docs.amd.com/projects/install-on-linux/en/latest/how-to/docker.html"
-# Numeric group ids for --group-add: ollama's "AMD GPU Discovery" troubleshooting notes.
-GROUP_ADD = "https://github.com/ollama/ollama/blob/main/docs/troubleshooting.mdx"
 KFD = "/dev/kfd"
 RENDER_GLOB = "/dev/dri/renderD*"
 # The group-based udev rule of ROCm's prerequisites, for devices whose group cannot open them.
@@ -69,7 +68,7 @@ def _plural(n: int) -> str:
 
 class KfdAccess(Check):
     id = "kfd-access"
-    depends = ("amdgpu-driver",)
+    depends = ("amdgpu-driver", "container")
     title = "GPU device access (/dev/kfd, /dev/dri)"
     source = PREREQUISITES
 
@@ -80,7 +79,7 @@ class KfdAccess(Check):
 
     def run(self, host: Host) -> CheckResult:
         user = host.user
-        in_container = bool(container_signals(host))
+        in_container = container_info(host).inside
         kfd = host.stat(KFD)
         renders = [(p, i) for p in host.glob(RENDER_GLOB) if (i := host.stat(p)) is not None]
         if kfd is None or not renders:
@@ -91,8 +90,17 @@ class KfdAccess(Check):
         if not blocked:
             groups = sorted({_group_label(i) for _, i in devices})
             label = "group" if len(groups) == 1 else "groups"
-            return self.passed(f"{user.name} can open /dev/kfd and {_plural(len(renders))} "
-                               f"({label} {', '.join(groups)})")
+            summary = (f"{user.name} can open /dev/kfd and {_plural(len(renders))} "
+                       f"({label} {', '.join(groups)})")
+            note = sudo_note(host)
+            if note is None:
+                return self.passed(summary)
+            who = host.env.get("SUDO_USER", "")
+            return self.result(
+                Status.WARN, f"{summary}, but this is root through sudo: {who}'s access is not "
+                "tested", [Finding.error(note)],
+                Fix(f"Run rocmdoctor as {who}, without sudo.", ("rocmdoctor check",)),
+                source=SUDOERS_ENV)
         path, info = blocked[0]
         summary = (f"{user.name} cannot open {', '.join(p for p, _ in blocked)} "
                    f"(group {_group_label(info)}, mode {info.mode})")
@@ -108,7 +116,7 @@ class KfdAccess(Check):
                       needs_root=True, needs_relogin=True)
             return self.result(Status.FAIL, summary, findings, fix)
         if in_container:
-            return self._container(summary, findings, blocked)
+            return self._container(host, summary, findings, blocked)
         return self._membership(host, summary, findings, path, info)
 
     def _membership(self, host: Host, summary: str, findings: list[Finding], path: str,
@@ -146,24 +154,26 @@ class KfdAccess(Check):
                       needs_relogin=True)
         return self.result(Status.FAIL, summary, findings, fix)
 
-    def _container(self, summary: str, findings: list[Finding],
+    def _container(self, host: Host, summary: str, findings: list[Finding],
                    blocked: list[tuple[str, PathInfo]]) -> CheckResult:
-        gids = sorted({i.gid for _, i in blocked if i.gid is not None})
+        gids = tuple(sorted({i.gid for _, i in blocked if i.gid is not None}))
         if any(i.group is None or i.group == "nogroup" for _, i in blocked):
             findings.append(Finding.hint(
                 "the device's group has no name in this container: group names do not "
                 "carry over from the host, numeric ids do"))
-        flags = " ".join(f"--group-add {gid}" for gid in gids) or "--group-add"
-        fix = Fix(f"Start the container with {flags} (the numeric group id of the devices, "
-                  "as `ls -ln /dev/kfd /dev/dri/renderD*` on the host shows).")
-        return self.result(Status.FAIL, summary, findings, fix, source=GROUP_ADD)
+        fix, source = passthrough_fix(container_info(host), "amd", gids, devices_missing=False)
+        return self.result(Status.FAIL, summary, findings, fix, source=source)
 
     def _missing(self, host: Host, what: str, in_container: bool) -> CheckResult:
         if in_container:
+            # The host's kernel makes the nodes; a container has them only when passed in.
+            info = container_info(host)
+            fix, source = passthrough_fix(info, "amd")
             return self.result(
-                Status.FAIL, f"{what} is missing in this container", (),
-                Fix("Start the container with --device /dev/kfd --device /dev/dri "
-                    "(docker run and podman run options)."), source=DOCKER)
+                Status.FAIL, f"{what} is missing in this {info.name} container" if info.runtime
+                else f"{what} is missing in this container",
+                [Finding.hint("the container was started without the GPU device nodes; the "
+                              "host's driver is not to blame")], fix, source=source)
         if not host.exists("/sys/module/amdgpu"):
             return self.result(
                 Status.FAIL, f"{what} is missing: the amdgpu driver is not loaded",

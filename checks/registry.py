@@ -6,6 +6,7 @@ from rocmdoctor.checks.allocator_config import AllocatorConfig
 from rocmdoctor.checks.amdgpu_driver import AmdgpuDriver
 from rocmdoctor.checks.amdgpu_firmware import AmdgpuFirmware
 from rocmdoctor.checks.collectives import Collectives
+from rocmdoctor.checks.container import ContainerCheck
 from rocmdoctor.checks.debug_env import DebugEnv
 from rocmdoctor.checks.gfx_override import GfxOverride
 from rocmdoctor.checks.gpu_agents import GpuAgents
@@ -13,6 +14,7 @@ from rocmdoctor.checks.gpu_health import GpuHealth
 from rocmdoctor.checks.kernel_log import KernelLogCheck
 from rocmdoctor.checks.kernel_version import KernelVersion
 from rocmdoctor.checks.kfd_access import KfdAccess
+from rocmdoctor.checks.miopen_db import MiopenDb
 from rocmdoctor.checks.nvidia_driver import NvidiaDriver
 from rocmdoctor.checks.os_release import OsReleaseCheck
 from rocmdoctor.checks.pcie_atomics import PcieAtomics
@@ -20,6 +22,7 @@ from rocmdoctor.checks.pcie_link import PcieLink
 from rocmdoctor.checks.perf_level import PerfLevelCheck
 from rocmdoctor.checks.ppfeaturemask import PPFeatureMask
 from rocmdoctor.checks.rocm_install import RocmInstallCheck
+from rocmdoctor.checks.rocm_libraries import RocmLibraries
 from rocmdoctor.checks.rocm_permissions import RocmPermissions
 from rocmdoctor.checks.torch_arch_support import TorchArchSupport
 from rocmdoctor.checks.torch_device import TorchDevice
@@ -30,14 +33,14 @@ from rocmdoctor.checks.visible_devices import VisibleDevices
 from rocmdoctor.model import Check
 
 MACHINE_CHECKS = (
-    OsReleaseCheck, KernelVersion, KernelLogCheck, AmdgpuDriver, AmdgpuFirmware, KfdAccess,
-    PcieAtomics, RocmInstallCheck, RocmPermissions, GpuAgents, PcieLink, GpuHealth,
+    OsReleaseCheck, KernelVersion, KernelLogCheck, AmdgpuDriver, AmdgpuFirmware, ContainerCheck,
+    KfdAccess, PcieAtomics, RocmInstallCheck, RocmPermissions, GpuAgents, PcieLink, GpuHealth,
     PerfLevelCheck, PPFeatureMask,
 )
 TORCH_CHECKS = (
-    TorchInstall, TorchRocmMatch, TorchArchSupport, TorchDevice, TorchvisionMatch,
+    TorchInstall, RocmLibraries, TorchRocmMatch, TorchArchSupport, TorchDevice, TorchvisionMatch,
 )
-ENV_CHECKS = (DebugEnv, GfxOverride, VisibleDevices, AllocatorConfig, NvidiaDriver)
+ENV_CHECKS = (DebugEnv, GfxOverride, VisibleDevices, AllocatorConfig, MiopenDb, NvidiaDriver)
 OPT_IN_CHECKS = (Collectives,)  # run only when asked for: `check --collectives`
 
 

@@ -1,25 +1,34 @@
-"""rocm-install: where ROCm is, its version, installs side by side, ROCM_PATH/PATH consistency.
+"""rocm-install: where ROCm is, its version, installs side by side, and what the environment
+still says about ROCm releases that are gone (ROCM_PATH, ROCM_HOME, ROCM_DIR, HIP_PATH,
+HIP_PLATFORM, PATH, LD_LIBRARY_PATH, /etc/ld.so.conf.d, the /opt/rocm link).
 
 By hand: `ls -ld /opt/rocm* /etc/alternatives/rocm; cat /opt/rocm/.info/version;
-echo $ROCM_PATH; echo $PATH; echo $LD_LIBRARY_PATH`.
+env | grep -E '^(ROCM_|HIP_PATH|HIP_PLATFORM|PATH|LD_LIBRARY_PATH)='; cat /etc/ld.so.conf.d/*`.
 """
 
 from __future__ import annotations
 
 import posixpath
+import re
 import shlex
 from collections.abc import Mapping
 from typing import Optional
 
+from rocmdoctor.facts.libload import ld_so_conf_entries
 from rocmdoctor.facts.platform import not_rocm_reason
 from rocmdoctor.facts.rocm_version import (
     ALTERNATIVES_ROCM,
+    KIND_DISTRO,
+    KIND_PYTHON,
     OPT_ROCM,
+    ROOT_VARIABLES,
     RocmInstall,
+    RocmRoot,
     all_rocm_installs,
     distro_rocm_evidence,
     installed_rocm,
     read_install,
+    rocm_root,
 )
 from rocmdoctor.facts.torch import torch_info
 from rocmdoctor.host import Host
@@ -28,7 +37,14 @@ from rocmdoctor.model import Check, CheckResult, Finding, Fix, Status
 
 POST_INSTALL = ("https://rocm.docs.amd.com/projects/install-on-linux/en/latest/install/"
                 "post-install.html")
+# A stale HIP_PATH from an earlier install breaks hipconfig and clang's HIP detection; AMD's
+# advice: remove it from the environment (ROCm/ROCm#6285).
+STALE_HIP_PATH = "https://github.com/ROCm/ROCm/issues/6285"
 SEARCH_VARS = ("PATH", "LD_LIBRARY_PATH")
+# hipconfig --platform prints amd or nvidia; hcc, clang and nvcc are the values of HIP 3.x/4.x
+# (hipconfig output of ROCm 3.5: "HIP_PLATFORM : hcc").
+HIP_PLATFORMS = ("amd", "nvidia")
+_RELEASE_DIR = re.compile(r"^/opt/rocm-(\d+\.\d+(?:\.\d+)?)(?:/|$)")
 
 
 def link_chain(host: Host, path: str, limit: int = 8) -> list[str]:
@@ -46,8 +62,8 @@ def link_chain(host: Host, path: str, limit: int = 8) -> list[str]:
 def _aliases(host: Host, installs: list[RocmInstall]) -> dict[str, str]:
     """Path prefix -> the real root of the install it names (roots and their links)."""
     aliases = {i.root: i.root for i in installs}
-    for path in (OPT_ROCM, OPT_ROCM + "/core", ALTERNATIVES_ROCM, host.env.get("ROCM_PATH"),
-                 host.env.get("ROCM_HOME")):
+    for path in (OPT_ROCM, OPT_ROCM + "/core", ALTERNATIVES_ROCM,
+                 *(host.env.get(v) for v in ROOT_VARIABLES)):
         if path and path.startswith("/"):
             install = read_install(host, path)
             if install is not None:
@@ -63,11 +79,23 @@ def _owner(entry: str, aliases: Mapping[str, str]) -> Optional[tuple[str, str]]:
     return (aliases[best], entry[len(best):]) if best is not None else None
 
 
-def _consistent(entries: list[str], aliases: Mapping[str, str], root: str) -> list[str]:
-    """The entries with each other-install entry moved to `root` (dropped if already there)."""
+def _gone(host: Host, entry: str, aliases: Mapping[str, str]) -> Optional[str]:
+    """The ROCm release a path names that is not installed (/opt/rocm-5.7.1/bin), or None."""
+    m = _RELEASE_DIR.match(entry)
+    if m is None or _owner(entry, aliases) is not None or host.exists(entry):
+        return None
+    return m.group(1)
+
+
+def _consistent(entries: list[str], aliases: Mapping[str, str], root: str,
+                drop: set[str]) -> list[str]:
+    """The entries with each other-install entry moved to `root` (dropped if already there)
+    and the entries in `drop` removed."""
     out: list[str] = []
     seen: set[str] = set()
     for entry in entries:
+        if entry in drop:
+            continue
         owner = _owner(entry, aliases)
         if owner is None:  # not ROCm: left exactly as it was
             out.append(entry)
@@ -93,74 +121,140 @@ class RocmInstallCheck(Check):
     def run(self, host: Host) -> CheckResult:
         installs = all_rocm_installs(host)
         active = installed_rocm(host)
+        root = rocm_root(host)
         if active is None:
-            return self._none_installed(host)
-        findings: list[Finding] = []
+            return self._none_installed(host, root)
+        findings: list[Finding] = [_root_finding(root)] if root is not None else []
         fix_commands: list[str] = []
         problems: list[str] = []
         chain = link_chain(host, OPT_ROCM)
+        opt_install = read_install(host, OPT_ROCM)
         if len(chain) > 1:
             findings.append(Finding.info(" -> ".join(chain)))
-        elif not host.exists(OPT_ROCM):
+            if opt_install is None and not host.exists(chain[-1]) and installs:
+                problems.append(f"{OPT_ROCM} points at {chain[-1]}, which does not exist")
+                findings.append(Finding.error(problems[-1]))
+                fix_commands.append("sudo update-alternatives --config rocm")
+        elif not host.exists(OPT_ROCM) and active.root != "/usr":
             findings.append(Finding.hint(f"{OPT_ROCM} does not exist; tools that assume it "
                                          "will not find ROCm"))
         if len(installs) > 1:
             listing = ", ".join(f"{i.version} ({i.root})" for i in installs)
             findings.append(Finding.info(f"{len(installs)} ROCm installs side by side: "
                                          f"{listing}"))
+            if opt_install is not None and opt_install.key < installs[0].key:
+                findings.append(Finding.hint(
+                    f"{OPT_ROCM} is ROCm {opt_install.version}, not the newest installed "
+                    f"({installs[0].version}): builds and tools that use {OPT_ROCM} get the "
+                    "older one"))
         aliases = _aliases(host, installs)
-        opt_install = read_install(host, OPT_ROCM)
         # Fixes point everything at what /opt/rocm names, the system default, when it exists.
         target = opt_install or active
         target_name = f"{OPT_ROCM} is" if opt_install else "the active ROCm is"
-        rocm_path = (host.env.get("ROCM_PATH") or "").strip()
-        if rocm_path:
-            env_install = read_install(host, rocm_path)
-            if env_install is None:
-                what = "does not exist" if not host.exists(rocm_path) else "holds no ROCm"
-                problems.append(f"ROCM_PATH={rocm_path} {what}")
-                findings.append(Finding.error(f"ROCM_PATH={rocm_path} {what}"))
-                fix_commands.append(f"export ROCM_PATH={shlex.quote(target.root)}")
-            elif env_install.root != target.root:
-                problems.append(f"ROCM_PATH names a different install than {OPT_ROCM}")
-                findings.append(Finding.error(
-                    f"ROCM_PATH={rocm_path} is ROCm {env_install.version} but {target_name} "
-                    f"ROCm {target.version} ({target.root})"))
-                fix_commands.append(f"export ROCM_PATH={shlex.quote(target.root)}")
+        for var in ROOT_VARIABLES:
+            self._root_variable(host, var, target, target_name, findings, problems,
+                                fix_commands)
+        self._hip_variables(host, aliases, target, findings, problems, fix_commands)
         for var in SEARCH_VARS:
-            value = host.env.get(var)
-            if not value:
-                continue
-            entries = value.split(":")
-            owners = {o[0] for o in (_owner(e, aliases) for e in entries) if o}
-            for entry in entries:
-                if entry.startswith(OPT_ROCM) and _owner(entry, aliases) is None \
-                        and not host.exists(entry):
-                    findings.append(Finding.hint(f"{var} names {entry}, which does not exist"))
-            if owners - {target.root}:
-                versions = ", ".join(
-                    f"{i.version} ({i.root})" for i in installs if i.root in owners)
-                problems.append(f"{var} mixes ROCm installs" if len(owners) > 1
-                                else f"{var} points at another ROCm install")
-                findings.append(Finding.error(
-                    f"{var} holds ROCm {versions}; {target_name} ROCm {target.version} "
-                    f"({target.root})"))
-                fixed = ":".join(_consistent(entries, aliases, target.root))
-                fix_commands.append(f"export {var}={shlex.quote(fixed)}")
+            self._search_variable(host, var, aliases, installs, target, target_name, findings,
+                                  problems, fix_commands)
+        for conf, entry in ld_so_conf_entries(host):
+            if entry.startswith(OPT_ROCM) and not host.exists(entry):
+                findings.append(Finding.hint(f"{conf} names {entry}, which does not exist "
+                                             "(left by an install that is gone)"))
         summary = f"ROCm {active.version} at {active.root}"
         if len(installs) > 1:
             summary += f" ({len(installs)} installs)"
         if not problems:
             return self.passed(summary, findings)
-        return self.result(
-            Status.WARN, f"{summary}: {'; '.join(problems)}", findings,
-            Fix("Point the environment at one ROCm install (put these lines in your shell "
-                "profile to keep them); to switch /opt/rocm itself run "
-                "`sudo update-alternatives --config rocm` (needs root).",
-                commands=tuple(fix_commands)),
-        )
+        return self.result(Status.WARN, f"{summary}: {'; '.join(problems)}", findings,
+                           _fix(root, fix_commands))
 
-    def _none_installed(self, host: Host) -> CheckResult:
+    @staticmethod
+    def _root_variable(host: Host, var: str, target: RocmInstall, target_name: str,
+                       findings: list[Finding], problems: list[str], fixes: list[str]) -> None:
+        value = (host.env.get(var) or "").strip()
+        if not value:
+            return
+        env_install = read_install(host, value)
+        if env_install is None:
+            what = "does not exist" if not host.exists(value) else "holds no ROCm"
+            problems.append(f"{var}={value} {what}")
+            findings.append(Finding.error(f"{var}={value} {what}"))
+            fixes.append(f"export {var}={shlex.quote(target.root)}")
+        elif env_install.root != target.root:
+            problems.append(f"{var} names a different install than {OPT_ROCM}")
+            findings.append(Finding.error(
+                f"{var}={value} is ROCm {env_install.version} but {target_name} "
+                f"ROCm {target.version} ({target.root})"))
+            fixes.append(f"export {var}={shlex.quote(target.root)}")
+
+    @staticmethod
+    def _hip_variables(host: Host, aliases: Mapping[str, str], target: RocmInstall,
+                       findings: list[Finding], problems: list[str], fixes: list[str]) -> None:
+        hip_path = (host.env.get("HIP_PATH") or "").strip()
+        if hip_path:
+            owner = _owner(hip_path, aliases)
+            if not host.exists(hip_path):
+                problems.append(f"HIP_PATH={hip_path} does not exist")
+                findings.append(Finding.error(
+                    f"HIP_PATH={hip_path} does not exist: a leftover of an earlier install "
+                    "(hipconfig and clang look for HIP there)"))
+                fixes.append("unset HIP_PATH")
+            elif owner is not None and owner[0] != target.root:
+                problems.append("HIP_PATH names another ROCm install")
+                findings.append(Finding.error(
+                    f"HIP_PATH={hip_path} is inside {owner[0]}, not ROCm {target.version} "
+                    f"({target.root})"))
+                fixes.append("unset HIP_PATH")
+        platform = (host.env.get("HIP_PLATFORM") or "").strip()
+        if platform and platform not in HIP_PLATFORMS:
+            findings.append(Finding.hint(
+                f"HIP_PLATFORM={platform} is a value of old HIP releases; current HIP knows "
+                "amd and nvidia"))
+            fixes.append("unset HIP_PLATFORM")
+        elif platform == "nvidia":
+            problems.append("HIP_PLATFORM=nvidia on an AMD machine")
+            findings.append(Finding.error("HIP_PLATFORM=nvidia makes hipcc and hipconfig build "
+                                          "for NVIDIA GPUs"))
+            fixes.append("unset HIP_PLATFORM")
+
+    @staticmethod
+    def _search_variable(host: Host, var: str, aliases: Mapping[str, str],
+                         installs: list[RocmInstall], target: RocmInstall, target_name: str,
+                         findings: list[Finding], problems: list[str],
+                         fixes: list[str]) -> None:
+        value = host.env.get(var)
+        if not value:
+            return
+        entries = value.split(":")
+        owners = {o[0] for o in (_owner(e, aliases) for e in entries) if o}
+        stale = {e: v for e in entries if (v := _gone(host, e, aliases)) is not None}
+        for entry, release in stale.items():
+            findings.append(Finding.error(f"{var} names {entry}: ROCm {release} is not "
+                                          "installed"))
+        for entry in entries:
+            if entry.startswith(OPT_ROCM) and entry not in stale and \
+                    _owner(entry, aliases) is None and not host.exists(entry):
+                findings.append(Finding.hint(f"{var} names {entry}, which does not exist"))
+        if stale:
+            problems.append(f"{var} names a ROCm release that is not installed")
+        if owners - {target.root}:
+            versions = ", ".join(f"{i.version} ({i.root})" for i in installs if i.root in owners)
+            problems.append(f"{var} mixes ROCm installs" if len(owners) > 1
+                            else f"{var} points at another ROCm install")
+            findings.append(Finding.error(
+                f"{var} holds ROCm {versions}; {target_name} ROCm {target.version} "
+                f"({target.root})"))
+        if stale or owners - {target.root}:
+            fixed = ":".join(_consistent(entries, aliases, target.root, set(stale)))
+            fixes.append(f"export {var}={shlex.quote(fixed)}")
+
+    def _none_installed(self, host: Host, root: Optional[RocmRoot]) -> CheckResult:
+        if root is not None and root.kind == KIND_PYTHON:
+            version = f"ROCm {root.version}" if root.version else "ROCm"
+            return self.passed(f"{version} from Python packages at {root.path}",
+                               [_root_finding(root)])
         evidence = distro_rocm_evidence(host)
         if evidence:
             return self.passed(
@@ -171,6 +265,8 @@ class RocmInstallCheck(Check):
         findings = [Finding.hint("PyTorch's ROCm wheels bundle their own ROCm user-space "
                                  "libraries, so training can work without a system ROCm; "
                                  "rocminfo, rocm-smi and hipcc need one")]
+        if root is not None and root.passed_over:
+            findings += [Finding.error(p) for p in root.passed_over]
         torch = torch_info(host)
         if torch.hip:
             findings.append(Finding.info(f"torch {torch.version} carries HIP {torch.hip}"))
@@ -181,3 +277,27 @@ class RocmInstallCheck(Check):
                 commands=("sudo amdgpu-install --usecase=rocm",), needs_root=True),
             source=QUICK_START,
         )
+
+
+def _root_finding(root: RocmRoot) -> Finding:
+    version = f"ROCm {root.version}" if root.version else "ROCm (release not recorded)"
+    return Finding.info(f"ROCm root: {root.path} ({version}; found by {root.found_by}; "
+                        f"{root.kind})")
+
+
+def _fix(root: Optional[RocmRoot], commands: list[str]) -> Fix:
+    env = tuple(c for c in commands if not c.startswith("sudo "))
+    if root is not None and root.kind == KIND_PYTHON:
+        return Fix("Point the environment at one ROCm (put these lines in your shell profile "
+                   "to keep them); the pip-installed ROCm's folder is what `rocm-sdk path "
+                   "--root` prints.", env)
+    if root is not None and root.kind == KIND_DISTRO:
+        return Fix("Point the environment at the distribution's ROCm (put these lines in your "
+                   "shell profile to keep them).", env)
+    if any(c.startswith("sudo ") for c in commands):
+        return Fix(f"Point {OPT_ROCM} at an installed release with update-alternatives (needs "
+                   "root), then the environment at it.",
+                   ("sudo update-alternatives --config rocm", *env), needs_root=True)
+    return Fix("Point the environment at one ROCm install (put these lines in your shell "
+               "profile to keep them); to switch /opt/rocm itself run "
+               "`sudo update-alternatives --config rocm` (needs root).", env)

@@ -15,6 +15,7 @@ from rocmdoctor.facts.amd_gpus import GpuAgent, amd_gpus, describe, select
 from rocmdoctor.facts.nvidia_gpus import nvidia_gpus
 from rocmdoctor.facts.platform import platform_kind
 from rocmdoctor.facts.torch import BUILD_NAMES, imported_skip_reason, torch_info
+from rocmdoctor.facts.wsl import wsl_advice
 from rocmdoctor.host import Host
 from rocmdoctor.model import Check, CheckResult, Finding, Fix, Status
 
@@ -48,6 +49,12 @@ def expected_gpus(host: Host, kind: str) -> tuple[list[str], str, list[str]]:
     return [f"{g.name}" for g in shown], "nvidia-smi", used
 
 
+def _kind(host: Host) -> str:
+    """The platform; on WSL a ROCm torch with /dev/dxg counts as ROCm (no PCI GPU is visible)."""
+    kind = platform_kind(host)
+    return "rocm" if kind == "cpu" and wsl_advice(host) is not None else kind
+
+
 class TorchDevice(Check):
     id = "torch-device"
     depends = ("torch-install", "kfd-access", "nvidia-driver")
@@ -60,7 +67,7 @@ class TorchDevice(Check):
         reason = imported_skip_reason(torch)
         if reason:
             return reason
-        kind = platform_kind(host)
+        kind = _kind(host)
         if kind == "cpu":
             return "no GPU on this machine"
         build = torch.build
@@ -70,7 +77,7 @@ class TorchDevice(Check):
 
     def run(self, host: Host) -> CheckResult:
         torch = torch_info(host)
-        kind = platform_kind(host)
+        kind = _kind(host)
         expected, origin, vars_used = expected_gpus(host, kind)
         seen = torch.device_count
         devices = torch.devices
@@ -85,6 +92,12 @@ class TorchDevice(Check):
             findings = [Finding.error(f"{lister} lists {g}") for g in expected]
             if not expected:
                 findings = [Finding.error("no GPU is listed by the system either")]
+            advice = wsl_advice(host)
+            if advice is not None and advice.fix is not None:
+                return self.result(
+                    Status.FAIL, f"torch sees no GPU; {lister} lists {len(expected)}{selected}; "
+                    "on WSL torch needs AMD's WSL runtime", [*findings, *advice.findings],
+                    advice.fix, source=advice.source)
             return self.result(
                 Status.FAIL, f"torch sees no GPU; {lister} lists {len(expected)}{selected}",
                 findings,

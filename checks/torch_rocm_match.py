@@ -6,15 +6,35 @@ HIP 6.2, build 41133 = ROCm 6.2.0), `cat /opt/rocm/.info/version`, and
 
 Official wheels carry their own ROCm user space (libamdhip64, rocBLAS, MIOpen ... in
 torch/lib), so a different system ROCm does not matter to them; the kernel driver does, and
-AMD tests each driver with a window of user-space releases.
+AMD tests each driver with a window of user-space releases. Which ROCm torch really runs on
+is what rocm-libraries found loaded: torch's own copy, a pip-installed ROCm SDK beside it
+(compared with the rocm-sdk-core package), or a system install (its version files; for a
+distribution's packages under /usr, their version files).
 """
 
 from __future__ import annotations
 
+import posixpath
 from typing import Optional
 
 from rocmdoctor.facts.amdgpu_module import dkms_version, module_present
-from rocmdoctor.facts.rocm_version import RocmInstall, installed_rocm
+from rocmdoctor.facts.libload import (
+    DISTRO,
+    LIBLOAD_TIMEOUT_S,
+    SDK,
+    TORCH,
+    LibLoad,
+    origin_of,
+    rocm_libraries,
+)
+from rocmdoctor.facts.rocm_version import (
+    RocmInstall,
+    distro_install,
+    distro_rocm_evidence,
+    installed_rocm,
+    read_install,
+    release_of_package,
+)
 from rocmdoctor.facts.torch import imported_skip_reason, torch_info
 from rocmdoctor.facts.torch_wheel import rocm_index_line
 from rocmdoctor.host import Host
@@ -44,6 +64,7 @@ class TorchRocmMatch(Check):
     uses_python = True
     title = "ROCm release torch was built for vs system ROCm and driver"
     source = wheels.KMD_MATRIX
+    deadline_s = 60.0 + LIBLOAD_TIMEOUT_S + 30  # the probe, then the library-load child
 
     def applies(self, host: Host) -> Optional[str]:
         torch = torch_info(host)
@@ -59,34 +80,93 @@ class TorchRocmMatch(Check):
         torch = torch_info(host)
         version = str(torch.version)
         built, built_minor = wheel_rocm(str(torch.hip))
-        bundled = torch.bundles_rocm
+        load = rocm_libraries(host)
+        hip = load.library("hip") if load.ran else None
+        loaded_from = hip.origin if hip is not None and hip.path else None
+        bundled = torch.bundles_rocm if loaded_from is None else loaded_from == TORCH
         system = installed_rocm(host)
         findings: list[Finding] = []
         status, fix = Status.PASS, None
+        if loaded_from == SDK:
+            return self._sdk(host, load, built, built_minor, system)
+        used = self._loaded_install(host, hip.path) if hip and hip.path and not bundled else None
+        if hip is not None and hip.path:
+            findings.append(Finding.info(f"torch loads its HIP runtime from {hip.path}"))
         if bundled is True:
             findings.append(Finding.info(
                 f"torch {version} carries its own ROCm user-space libraries, so the system "
                 "ROCm version need not match it"))
-        if system is None:
+        against = used or system
+        if against is None and distro_rocm_evidence(host):
+            summary = (f"torch built for {built}; the distribution's ROCm under /usr (its "
+                       "release is not recorded)")
+        elif against is None:
             summary = f"torch built for {built}; no system ROCm (not needed by the wheel)"
-        elif _minor(system.version) == _minor(built_minor):
-            summary = f"torch built for {built}; system ROCm {system.version} matches"
+        elif _minor(against.version) == _minor(built_minor):
+            what = "loaded ROCm" if used is not None else "system ROCm"
+            summary = f"torch built for {built}; {what} {against.version} matches"
         else:
-            summary = f"torch built for {built}; system ROCm {system.version}"
+            what = "loads ROCm" if used is not None else "system ROCm"
+            summary = f"torch built for {built}; {what} {against.version}"
             if bundled is False:
                 status = Status.WARN
                 line, why = rocm_index_line(host)
                 findings.append(Finding.error(
-                    f"this torch loads the system's ROCm {system.version} libraries but was "
+                    f"this torch loads the system's ROCm {against.version} libraries but was "
                     f"built for ROCm {built_minor}"))
                 fix = Fix(f"Install the official wheel ({why}) or rebuild torch against "
-                          f"ROCm {system.version}.", (line,))
-        user_space = built_minor if bundled is not False or system is None else system.version
+                          f"ROCm {against.version}.", (line,))
+        user_space = (built_minor if bundled is not False or against is None
+                      else against.version)
         driver_status, driver_notes, driver_fix = self._driver(host, system, user_space)
         findings.extend(driver_notes)
         if driver_status is Status.WARN and status is Status.PASS:
             status, fix = Status.WARN, driver_fix
             summary += f"; the amdgpu driver is not tested with ROCm {built_minor}"
+        return self.result(status, summary, findings, fix)
+
+    @staticmethod
+    def _loaded_install(host: Host, path: str) -> Optional[RocmInstall]:
+        """The ROCm release of the install a loaded library belongs to."""
+        folder = posixpath.dirname(path)
+        root = posixpath.dirname(folder) if posixpath.basename(folder) in (
+            "lib", "lib64") else folder
+        if origin_of(path, None, (), None) == DISTRO:
+            return distro_install(host)
+        return read_install(host, root)
+
+    def _sdk(self, host: Host, load: LibLoad, built: str, built_minor: str,
+             system: Optional[RocmInstall]) -> CheckResult:
+        torch = torch_info(host)
+        package = load.packages.get("rocm-sdk-core") or torch.packages.get("rocm-sdk-core")
+        sdk = release_of_package(package or "")
+        hip = load.library("hip")
+        findings = [Finding.info(f"torch loads the pip-installed ROCm SDK's HIP runtime "
+                                 f"({hip.path if hip else '?'})")]
+        if sdk is None:
+            summary = f"torch built for {built}; the pip-installed ROCm SDK's version is unknown"
+            return self.result(Status.PASS, summary, findings)
+        findings.append(Finding.info(f"rocm-sdk-core {package}"))
+        status, fix = Status.PASS, None
+        if _minor(sdk) == _minor(built_minor):
+            summary = f"torch built for {built}; the pip-installed ROCm {sdk} matches"
+        else:
+            summary = f"torch built for {built}; the pip-installed ROCm is {sdk}"
+            status = Status.WARN
+            local = str(torch.any_version or "").partition("+")[2]
+            pin = local[4:] if local.startswith("rocm") and local[4:5].isdigit() else None
+            findings.append(Finding.error(
+                f"two ROCm releases in one environment: torch was built for ROCm {built_minor}, "
+                f"the ROCm SDK beside it is {sdk} (a second installer replaced one of them)"))
+            fix = Fix("Install the ROCm SDK release torch pins (or the torch built for "
+                      f"ROCm {sdk}) from the index torch came from.",
+                      (f'pip install --force-reinstall "rocm[libraries]=={pin}"',) if pin
+                      else ())
+        driver_status, notes, driver_fix = self._driver(host, system, sdk)
+        findings.extend(notes)
+        if driver_status is Status.WARN and status is Status.PASS:
+            status, fix = Status.WARN, driver_fix
+            summary += f"; the amdgpu driver is not tested with ROCm {sdk}"
         return self.result(status, summary, findings, fix)
 
     def _driver(self, host: Host, system: Optional[RocmInstall], user_space: str

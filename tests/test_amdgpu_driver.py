@@ -29,7 +29,10 @@ ABSENT = ("/dev/kfd", "/dev/dxg", "/proc/1/cgroup", "/.dockerenv", "/run/.contai
           "/proc/driver/nvidia/version", "/dev/nvidiactl",
           # the Secure Boot state and the kernel log, read when amdgpu is not loaded
           "mokutil --sb-state", SB_VAR, LOCKDOWN_FILE, *DKMS_KEYS, "dmesg",
-          "journalctl -k -b --no-pager", RESTRICT_FILE, "/etc/os-release", "/usr/lib/os-release")
+          "journalctl -k -b --no-pager", RESTRICT_FILE, "/etc/os-release", "/usr/lib/os-release",
+          # the container fact (rocmdoctor.facts.container)
+          "/proc/self/cgroup", "/proc/mounts", "/.singularity.d", "/proc/self/uid_map",
+          "/proc/self/status")
 LIVE = {"/sys/module/amdgpu/initstate": "live\n"}
 # /proc/modules lines in the kernel's format (kernel/module/procfs.c): DKMS modules are (OE).
 MODULES_INBOX = "amdgpu 12828672 0 - Live 0x0000000000000000\ndrm 700416 9 - Live 0x0\n"

@@ -35,7 +35,10 @@ ABSENT = ("/dev/kfd", "/dev/dxg", "/proc/1/cgroup", "/.dockerenv", "/run/.contai
           "/sys/module/amdgpu/version", "/proc/version", "dkms status", "modinfo -n amdgpu",
           "/proc/driver/nvidia/version", "/dev/nvidiactl", "mokutil --sb-state", SB_VAR,
           LOCKDOWN_FILE, *DKMS_KEYS, "dmesg", "journalctl -k -b --no-pager", RESTRICT_FILE,
-          "/etc/os-release", "/usr/lib/os-release")
+          "/etc/os-release", "/usr/lib/os-release",
+          # the container fact (rocmdoctor.facts.container)
+          "/proc/self/cgroup", "/proc/mounts", "/.singularity.d", "/proc/self/uid_map",
+          "/proc/self/status")
 LIVE = {"/sys/module/amdgpu/initstate": "live\n",
         "/proc/modules": "amdgpu 12828672 0 - Live 0x0000000000000000\n"}
 

@@ -190,7 +190,7 @@ def test_the_container_fix_inside_a_container() -> None:
     assert inside.environment == "container"
     assert inside.fix.text == ENTRY["kfd-permission"].container_fix
     assert any("--group-add" in c for c in inside.fix.commands)
-    assert inside.notes[0] == "This runs in a container (/.dockerenv): the fix is the container's."
+    assert inside.notes[0] == "This runs in a container (/.dockerenv exists): the fix is the container's."
 
 
 def test_the_wsl_fix_under_wsl() -> None:

@@ -13,6 +13,7 @@ from rocmdoctor.facts.amd_gpus import (
     effective_target,
     gpus_from_report,
 )
+from rocmdoctor.facts.rocm_version import DISTRO_VERSION_FILES
 from rocmdoctor.facts.rocminfo import parse_rocminfo
 from rocmdoctor.host.snapshot import SnapshotHost
 from rocmdoctor.kb import KB_DATE
@@ -42,9 +43,9 @@ IGPU_SYSFS = {
     f"{KFD_NODES}/2/properties": kfd_node(4, 2, 100306, 0),
     f"{KFD_NODES}/1/name": "ip discovery\n", f"{KFD_NODES}/2/name": "ip discovery\n",
 }
-NO_ROCM_VERSION = tuple(f"/opt/rocm/{p}" for p in (
+NO_ROCM_VERSION = (*(f"/opt/rocm/{p}" for p in (
     ".info/version", "core/.info/version", "include/rocm-core/rocm_version.h",
-    "include/rocm_version.h"))
+    "include/rocm_version.h")), *DISTRO_VERSION_FILES)
 
 
 def host(name: str, env: dict[str, str], arch: Optional[list[str]] = ROCM6_WHEEL,

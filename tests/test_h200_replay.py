@@ -30,6 +30,7 @@ def test_every_check_on_the_real_h200() -> None:
                            ("sudo dmesg | rocmdoctor explain",), needs_root=True)),
         "amdgpu-driver": (Status.SKIP, NOT_AMD, (), None),
         "amdgpu-firmware": (Status.SKIP, NOT_AMD, (), None),
+        "container": (Status.SKIP, "not running in a container", (), None),
         "kfd-access": (Status.SKIP, NOT_AMD, (), None),
         "pcie-atomics": (Status.SKIP, NOT_AMD, (), None),
         "rocm-install": (Status.SKIP, NOT_AMD, (), None),
@@ -43,6 +44,7 @@ def test_every_check_on_the_real_h200() -> None:
         "ppfeaturemask": (Status.SKIP, NOT_AMD, (), None),
         "torch-install": (Status.PASS,
                           "torch 2.11.0+cu130 imports; CUDA build fits the NVIDIA GPU", (), None),
+        "rocm-libraries": (Status.SKIP, "torch is a CUDA build, not a ROCm build", (), None),
         "torch-rocm-match": (Status.SKIP,
                              "torch 2.11.0+cu130 is a CUDA build, not a ROCm build", (), None),
         "torch-arch-support": (Status.PASS,
@@ -58,6 +60,7 @@ def test_every_check_on_the_real_h200() -> None:
                             "GPU_DEVICE_ORDINAL is set", (), None),
         "allocator-config": (Status.SKIP, "none of PYTORCH_ALLOC_CONF, PYTORCH_CUDA_ALLOC_CONF, "
                              "PYTORCH_HIP_ALLOC_CONF is set", (), None),
+        "miopen-db": (Status.SKIP, "torch does not use MIOpen (not a ROCm build)", (), None),
         "nvidia-driver": (Status.PASS,
                           "driver 580.159.04, NVIDIA H200 (sm_90); supports torch's CUDA 13.0",
                           (Finding.info("GPU 0: NVIDIA H200, compute capability 9.0, 143771 MiB, "

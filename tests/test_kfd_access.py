@@ -9,14 +9,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rocmdoctor.checks.kfd_access import (
-    DOCKER,
-    GROUP_ADD,
     UDEV_COMMANDS,
     GroupEntry,
     KfdAccess,
     parse_etc_group,
 )
 from rocmdoctor.host.snapshot import SnapshotHost
+from rocmdoctor.kb.containers import AMD_DOCKER as DOCKER
+from rocmdoctor.kb.containers import ROCM_DOCKER_GID, SUDOERS_ENV
 from rocmdoctor.model import CheckResult, Finding, Fix, Status
 from rocmdoctor.runner import run_one
 from tests.helpers import char_dev, fixture_text, make_snapshot
@@ -24,7 +24,10 @@ from tests.helpers import char_dev, fixture_text, make_snapshot
 CHECK = KfdAccess()
 ROCM = {"/opt/rocm/.info/version": "6.2.1\n"}
 ABSENT = ("/dev/kfd", "/proc/1/cgroup", "/.dockerenv", "/run/.containerenv", "/etc/group",
-          "/sys/module/amdgpu", "/proc/driver/nvidia/version", "/dev/nvidiactl")
+          "/sys/module/amdgpu", "/proc/driver/nvidia/version", "/dev/nvidiactl",
+          # the container fact (rocmdoctor.facts.container)
+          "/proc/self/cgroup", "/proc/mounts", "/.singularity.d", "/proc/self/uid_map",
+          "/proc/self/status")
 ETC_GROUP = "root:x:0:\nvideo:x:44:\nrender:x:110:\nalice:x:1000:\n"
 BLOCKED = char_dev(readable=False, writable=False)
 USERMOD = Fix("Add your user to the render and video groups, then log in again.",
@@ -172,24 +175,53 @@ def test_container_with_an_unnamed_group_needs_group_add() -> None:
             Finding.info("this process's groups: rocm-user, video"),
             Finding.hint("the device's group has no name in this container: group names do not "
                          "carry over from the host, numeric ids do"),
-        ), Fix("Start the container with --group-add 993 (the numeric group id of the devices, "
-               "as `ls -ln /dev/kfd /dev/dri/renderD*` on the host shows)."), GROUP_ADD)
+        ), Fix("Start the container with --group-add 993: `docker run --group-add 993 <image>` "
+               "(a group is given by its number, as `ls -ln /dev/kfd /dev/dri/renderD*` on the "
+               "host shows it: names differ between host and container)."), ROCM_DOCKER_GID)
 
 
-def test_container_without_devices_needs_device_flags() -> None:
+NOT_THE_KERNEL = Finding.hint("the container was started without the GPU device nodes; the "
+                              "host's driver is not to blame")
+
+
+def device_flags_fix(tool: str) -> Fix:
+    flags = ("--device=/dev/kfd --device=/dev/dri --group-add video --group-add "
+             "$(getent group render | cut -d: -f3)")
+    return Fix(f"Start the container with {flags}: `{tool} run {flags} <image>` (a group is "
+               "given by its number, as `ls -ln /dev/kfd /dev/dri/renderD*` on the host shows "
+               "it: names differ between host and container).")
+
+
+def test_container_without_devices_blames_the_container() -> None:
+    # ROCm#1798: "ROCk module is loaded" yet "Unable to open /dev/kfd ... No such file".
+    text = fixture_text("container-rocminfo-kfd-no-such-file-in-docker-gfx1030-rx6900xt-rocm5.2-arch-host.txt")
+    assert "Unable to open /dev/kfd read-write: No such file or directory" in text
     h = host({}, files={"/run/.containerenv": ""}, env={"container": "podman"})
     assert run(h) == expect(
-        Status.FAIL, "/dev/kfd is missing in this container", (),
-        Fix("Start the container with --device /dev/kfd --device /dev/dri (docker run and "
-            "podman run options)."), DOCKER)
+        Status.FAIL, "/dev/kfd is missing in this Podman container", (NOT_THE_KERNEL,),
+        device_flags_fix("podman"), DOCKER)
 
 
 def test_container_with_kfd_but_no_render_node() -> None:
     h = host({"/dev/kfd": char_dev()}, files={"/proc/1/cgroup": "12:devices:/docker/4f1e\n"})
     assert run(h) == expect(
-        Status.FAIL, "/dev/dri/renderD* is missing in this container", (),
-        Fix("Start the container with --device /dev/kfd --device /dev/dri (docker run and "
-            "podman run options)."), DOCKER)
+        Status.FAIL, "/dev/dri/renderD* is missing in this Docker container", (NOT_THE_KERNEL,),
+        device_flags_fix("docker"), DOCKER)
+
+
+def test_root_through_sudo_warns_that_the_user_is_not_tested() -> None:
+    # xuhuisheng/rocm-gfx803#2: under sudo another Python and another environment answer.
+    text = fixture_text("sudo-python3-uses-system-site-packages-torch-gpu-false-venv-import-error-libmpi-gfx803.txt")
+    assert text.startswith("sudo PYTORCH_TEST_WITH_ROCM=1 python3")
+    h = host({"/dev/kfd": BLOCKED, "/dev/dri/renderD128": BLOCKED}, env={"SUDO_USER": "user"},
+             user={"name": "root", "uid": 0, "groups": ["root"]})
+    assert run(h) == expect(
+        Status.WARN, "root can open /dev/kfd and 1 render node (group render), but this is root "
+        "through sudo: user's access is not tested",
+        (Finding.error("running as root through sudo for user: these results describe root, "
+                       "who opens /dev/kfd whatever its groups and whose environment sudo "
+                       "resets (LD_LIBRARY_PATH is dropped), not user who trains"),),
+        Fix("Run rocmdoctor as user, without sudo.", ("rocmdoctor check",)), SUDOERS_ENV)
 
 
 def test_no_kfd_because_the_driver_is_not_loaded() -> None:

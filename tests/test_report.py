@@ -146,7 +146,7 @@ def test_golden_markdown(name: str) -> None:
 
 def test_report_header_names_versions_and_every_gpu_against_the_arch_list() -> None:
     text = render(MACHINES["mi300x-x4-rocm6.2"]())
-    assert "| ROCm | 6.2.1 (/opt/rocm) |" in text
+    assert "| ROCm | 6.2.1 at /opt/rocm (found by /opt/rocm; system packages) |" in text
     assert "| Kernel | 5.15.0-116-generic |" in text
     assert text.count("AMD Instinct MI300X (gfx942:sramecc+:xnack-, 304 CUs") == 4
     assert "HIP_LAUNCH_BLOCKING=1" in text
@@ -222,4 +222,25 @@ def test_a_huge_snapshot_fits_githubs_limit_and_says_what_was_cut() -> None:
     assert "_Cut to fit GitHub's 65,536-character limit:" in text
     assert "lines of rocm-smi" in text
     # The header and the problems are never cut.
-    assert "| ROCm | 6.2.1 (/opt/rocm) |" in text and "**allocator-config**" in text
+    assert "| ROCm | 6.2.1 at /opt/rocm (found by /opt/rocm; system packages) |" in text and "**allocator-config**" in text
+
+
+def test_the_account_behind_sudo_is_redacted_too(tmp_path: Path) -> None:
+    # Run as root through sudo, findings name the account that trains (SUDO_USER).
+    import subprocess
+    import sys
+
+    data = MACHINES["gfx1150-890m-rocm7.2"]()
+    data["user"] = {"name": "root", "uid": 0, "groups": ["root"]}
+    data["env"] = {**data["env"], "SUDO_USER": "kowalski", "HOME": "/root"}
+    snap = tmp_path / "snap.json"
+    snap.write_text(json.dumps(data))
+    host = SnapshotHost(data)
+    kfd = next(r for r in run_checks(host, all_checks()).results if r.id == "kfd-access")
+    assert "kowalski's access is not tested" in kfd.summary  # the name is there to hide
+    for fmt in ("markdown", "text", "json"):
+        r = subprocess.run([sys.executable, "-m", "rocmdoctor", "report", "--from", str(snap),
+                            "--format", fmt], capture_output=True, text=True, timeout=120,
+                           stdin=subprocess.DEVNULL)
+        assert r.returncode == 0, r.stderr
+        assert "kowalski" not in r.stdout and "<redacted>'s access is not tested" in r.stdout

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from typing import Any
 
@@ -14,8 +15,10 @@ from rocmdoctor.facts.rocm_version import (
     all_rocm_installs,
     distro_rocm_evidence,
     installed_rocm,
+    parse_cmake_version,
     parse_version_file,
     parse_version_header,
+    release_of_package,
 )
 from rocmdoctor.host import Host
 from rocmdoctor.host.snapshot import SnapshotHost
@@ -56,6 +59,15 @@ def therock_host(env: dict[str, str] | None = None) -> SnapshotHost:
     return host_of(files={"/opt/rocm/core/.info/version": value,
                           "/opt/rocm/core-7.14/.info/version": value},
                    paths={"/opt/rocm/core": link("core-7.14"), **AMDGPU}, env=env)
+
+
+def root(path: str, version: str, how: str = "/opt/rocm",
+         kind: str = "system packages") -> Finding:
+    """The finding that says where ROCm is (rocmdoctor.facts.rocm_version.rocm_root)."""
+    return Finding.info(f"ROCm root: {path} (ROCm {version}; found by {how}; {kind})")
+
+
+OPT_634 = root("/opt/rocm", "6.3.4")
 
 
 def check(host: Host) -> CheckResult:
@@ -149,13 +161,14 @@ def test_classic_install_passes() -> None:
                    env={"PATH": "/opt/rocm/bin:/usr/bin",
                         "LD_LIBRARY_PATH": "/opt/rocm/lib"})
     assert check(host) == expected(Status.PASS, "ROCm 6.3.4 at /opt/rocm-6.3.4", [
-        Finding.info("/opt/rocm -> /etc/alternatives/rocm -> /opt/rocm-6.3.4")])
+        OPT_634, Finding.info("/opt/rocm -> /etc/alternatives/rocm -> /opt/rocm-6.3.4")])
 
 
 def test_therock_install_passes() -> None:
     env = {"PATH": "/opt/rocm/core/bin:/opt/rocm/core-7.14/lib/llvm/bin:/usr/bin"}
     assert check(therock_host(env)) == expected(
-        Status.PASS, "ROCm 7.14.0 at /opt/rocm/core-7.14", [])
+        Status.PASS, "ROCm 7.14.0 at /opt/rocm/core-7.14",
+        [root("/opt/rocm", "7.14.0", kind="newer system packages")])
 
 
 def side_by_side(env: dict[str, str]) -> SnapshotHost:
@@ -169,7 +182,7 @@ def side_by_side(env: dict[str, str]) -> SnapshotHost:
 def test_two_installs_side_by_side_are_information() -> None:
     host = side_by_side({"PATH": "/opt/rocm/bin:/usr/bin"})
     assert check(host) == expected(Status.PASS, "ROCm 6.3.4 at /opt/rocm-6.3.4 (2 installs)", [
-        Finding.info("/opt/rocm -> /etc/alternatives/rocm -> /opt/rocm-6.3.4"),
+        OPT_634, Finding.info("/opt/rocm -> /etc/alternatives/rocm -> /opt/rocm-6.3.4"),
         Finding.info("2 ROCm installs side by side: 6.3.4 (/opt/rocm-6.3.4), "
                      "6.2.4 (/opt/rocm-6.2.4)"),
     ])
@@ -184,7 +197,8 @@ def test_rocm_path_and_search_paths_naming_another_install_warn() -> None:
         "ROCm 6.2.4 at /opt/rocm-6.2.4 (2 installs): ROCM_PATH names a different install "
         "than /opt/rocm; PATH mixes ROCm installs; LD_LIBRARY_PATH points at another ROCm "
         "install",
-        [Finding.info("/opt/rocm -> /etc/alternatives/rocm -> /opt/rocm-6.3.4"),
+        [root("/opt/rocm-6.2.4", "6.2.4", "ROCM_PATH"),
+         Finding.info("/opt/rocm -> /etc/alternatives/rocm -> /opt/rocm-6.3.4"),
          Finding.info("2 ROCm installs side by side: 6.3.4 (/opt/rocm-6.3.4), "
                       "6.2.4 (/opt/rocm-6.2.4)"),
          Finding.error("ROCM_PATH=/opt/rocm-6.2.4 is ROCm 6.2.4 but /opt/rocm is ROCm 6.3.4 "
@@ -202,18 +216,20 @@ def test_rocm_path_and_search_paths_naming_another_install_warn() -> None:
     )
 
 
-def test_rocm_path_that_does_not_exist_warns_and_stale_path_entry_is_a_hint() -> None:
+def test_rocm_path_and_path_naming_a_removed_release_warn() -> None:
     host = host_of(files=classic_files(), paths=CLASSIC_PATHS,
                    env={"ROCM_PATH": "/opt/rocm-5.7.1", "PATH": "/opt/rocm-5.7.1/bin:/usr/bin"})
     assert check(host) == expected(
-        Status.WARN, "ROCm 6.3.4 at /opt/rocm-6.3.4: ROCM_PATH=/opt/rocm-5.7.1 does not exist",
-        [Finding.info("/opt/rocm -> /etc/alternatives/rocm -> /opt/rocm-6.3.4"),
+        Status.WARN, "ROCm 6.3.4 at /opt/rocm-6.3.4: ROCM_PATH=/opt/rocm-5.7.1 does not exist; "
+        "PATH names a ROCm release that is not installed",
+        [Finding.info("ROCm root: /opt/rocm (ROCm 6.3.4; found by /opt/rocm; system packages)"),
+         Finding.info("/opt/rocm -> /etc/alternatives/rocm -> /opt/rocm-6.3.4"),
          Finding.error("ROCM_PATH=/opt/rocm-5.7.1 does not exist"),
-         Finding.hint("PATH names /opt/rocm-5.7.1/bin, which does not exist")],
+         Finding.error("PATH names /opt/rocm-5.7.1/bin: ROCm 5.7.1 is not installed")],
         Fix("Point the environment at one ROCm install (put these lines in your shell "
             "profile to keep them); to switch /opt/rocm itself run "
             "`sudo update-alternatives --config rocm` (needs root).",
-            commands=("export ROCM_PATH=/opt/rocm-6.3.4",)),
+            commands=("export ROCM_PATH=/opt/rocm-6.3.4", "export PATH=/usr/bin")),
     )
 
 
@@ -221,6 +237,7 @@ def test_no_opt_rocm_is_a_hint() -> None:
     host = host_of(files={"/opt/rocm-6.3.4/.info/version": version_value(CLASSIC)},
                    paths=AMDGPU)
     assert check(host) == expected(Status.PASS, "ROCm 6.3.4 at /opt/rocm-6.3.4", [
+        root("/opt/rocm-6.3.4", "6.3.4", "the newest ROCm install (no /opt/rocm)"),
         Finding.hint("/opt/rocm does not exist; tools that assume it will not find ROCm")])
 
 
@@ -260,10 +277,171 @@ def test_reads_only_what_it_should() -> None:
     """A strict snapshot: every path outside the capture the check asks for is listed here."""
     data = make_snapshot(files=classic_files(), paths=CLASSIC_PATHS,
                          env={"PATH": "/opt/rocm/bin:/usr/bin"})
-    absent = ["/dev/kfd"] + [f"{root}/{rel}" for root in ("/opt/rocm/core",
-                                                          "/etc/alternatives/rocm")
+    absent = ["/dev/kfd"] + [f"{r}/{rel}" for r in ("/opt/rocm/core", "/etc/alternatives/rocm")
                              for rel in (".info/version", "core/.info/version",
                                          "include/rocm-core/rocm_version.h",
                                          "include/rocm_version.h")]
+    # The install kind (Arch's own packages keep /opt/rocm) and the loader's configuration.
+    absent += ["/etc/os-release", "/usr/lib/os-release", "/etc/ld.so.conf"]
     host = SnapshotHost(data, strict=True, absent=absent)
     assert check(host).summary == "ROCm 6.3.4 at /opt/rocm-6.3.4"
+
+
+# --- leftovers of other installs, and where ROCm is -----------------------------------------
+
+def test_real_stale_hip_path_without_an_opt_rocm_link() -> None:
+    # ROCm#6285: HIP_PATH=/opt/rocm-7.2.3/hip from an earlier install; no /opt/rocm link.
+    text = fixture_text("hipconfig-stale-hip-path-warning-hip-version-file-not-found-opt-rocm-7.2.3-no-opt-rocm-link-gfx1102.txt")
+    hip_path = re.search(r'"(/opt/rocm-7\.2\.3/hip)/share/hip/version" not found', text).group(1)  # type: ignore[union-attr]
+    host = host_of(files={"/opt/rocm-7.2.3/.info/version": "7.2.3\n"}, paths=AMDGPU,
+                   env={"HIP_PATH": hip_path})
+    assert check(host) == expected(
+        Status.WARN, "ROCm 7.2.3 at /opt/rocm-7.2.3: HIP_PATH=/opt/rocm-7.2.3/hip does not exist",
+        [root("/opt/rocm-7.2.3", "7.2.3", "the newest ROCm install (no /opt/rocm)"),
+         Finding.hint("/opt/rocm does not exist; tools that assume it will not find ROCm"),
+         Finding.error("HIP_PATH=/opt/rocm-7.2.3/hip does not exist: a leftover of an earlier "
+                       "install (hipconfig and clang look for HIP there)")],
+        Fix("Point the environment at one ROCm install (put these lines in your shell profile "
+            "to keep them); to switch /opt/rocm itself run `sudo update-alternatives --config "
+            "rocm` (needs root).", ("unset HIP_PATH",)))
+
+
+def test_real_hip_platform_of_an_old_release_is_a_hint() -> None:
+    # ROCm#1140: ROCm 3.5's hipconfig printed "HIP_PLATFORM : hcc".
+    text = fixture_text("hipconfig-rocm-path-points-to-nonexistent-opt-rocm-versioned-hip-base-rocm3.5.txt")
+    value = re.search(r"^HIP_PLATFORM : (\S+)$", text, re.MULTILINE).group(1)  # type: ignore[union-attr]
+    host = host_of(files=classic_files(), paths=CLASSIC_PATHS, env={"HIP_PLATFORM": value})
+    result = check(host)
+    assert result.status is Status.PASS
+    assert result.findings[-1] == Finding.hint(
+        "HIP_PLATFORM=hcc is a value of old HIP releases; current HIP knows amd and nvidia")
+    nvidia = check(host_of(files=classic_files(), paths=CLASSIC_PATHS,
+                           env={"HIP_PLATFORM": "nvidia"}))
+    assert (nvidia.status, nvidia.fix.commands if nvidia.fix else ()) == (
+        Status.WARN, ("unset HIP_PLATFORM",))
+
+
+def test_real_stale_ld_so_conf_entry_is_a_hint() -> None:
+    # ROCm#1156: /etc/ld.so.conf.d/hsa-rocr-dev.conf names /opt/rocm/hsa/lib; only
+    # /opt/rocm-3.5.1 exists.
+    body = fixture_text("ld-so-conf-d-hsa-rocr-dev-conf-stale-opt-rocm-path-versioned-install-rocm3.5.txt")
+    conf = body.split("\n", 1)[1]
+    host = host_of(files={"/opt/rocm-3.5.1/.info/version": "3.5.1\n",
+                          "/etc/ld.so.conf": "include /etc/ld.so.conf.d/*.conf\n",
+                          "/etc/ld.so.conf.d/hsa-rocr-dev.conf": conf}, paths=AMDGPU)
+    assert check(host).findings[-1] == Finding.hint(
+        "/etc/ld.so.conf.d/hsa-rocr-dev.conf names /opt/rocm/hsa/lib, which does not exist "
+        "(left by an install that is gone)")
+
+
+def test_dangling_opt_rocm_link_with_installs_left() -> None:
+    host = host_of(files={"/opt/rocm-6.3.4/.info/version": "6.3.4\n"},
+                   paths={**AMDGPU, "/opt/rocm": link("/opt/rocm-6.2.0")})
+    assert check(host) == expected(
+        Status.WARN, "ROCm 6.3.4 at /opt/rocm-6.3.4: /opt/rocm points at /opt/rocm-6.2.0, which "
+        "does not exist",
+        [root("/opt/rocm-6.3.4", "6.3.4", "the newest ROCm install (no /opt/rocm)"),
+         Finding.info("/opt/rocm -> /opt/rocm-6.2.0"),
+         Finding.error("/opt/rocm points at /opt/rocm-6.2.0, which does not exist")],
+        Fix("Point /opt/rocm at an installed release with update-alternatives (needs root), then "
+            "the environment at it.", ("sudo update-alternatives --config rocm",),
+            needs_root=True))
+
+
+def test_opt_rocm_on_an_older_release_is_a_hint() -> None:
+    files = {"/opt/rocm/.info/version": "6.2.4\n", "/opt/rocm-6.2.4/.info/version": "6.2.4\n",
+             "/opt/rocm-6.3.4/.info/version": "6.3.4\n"}
+    host = host_of(files=files, paths={**AMDGPU, "/opt/rocm": link("/opt/rocm-6.2.4")})
+    assert Finding.hint("/opt/rocm is ROCm 6.2.4, not the newest installed (6.3.4): builds and "
+                        "tools that use /opt/rocm get the older one") in check(host).findings
+
+
+def test_real_core_layout_with_alternatives_is_newer_system_packages() -> None:
+    # TheRock PR #4160: /opt/rocm holds core-8.1, core -> /etc/alternatives/core.
+    listing = fixture_text("ls-l-opt-rocm-core-8.1-alternatives-symlinks-therock-native-packages.txt")
+    assert "core -> /etc/alternatives/core" in listing and " core-8.1" in listing
+    host = host_of(files={"/opt/rocm/core/.info/version": "8.1.0\n",
+                          "/opt/rocm/core-8.1/.info/version": "8.1.0\n"},
+                   paths={**AMDGPU, "/opt/rocm/core": link("/etc/alternatives/core"),
+                          "/etc/alternatives/core": link("/opt/rocm/core-8.1")})
+    result = check(host)
+    assert result.summary == "ROCm 8.1.0 at /opt/rocm/core-8.1"
+    assert result.findings[0] == root("/opt/rocm", "8.1.0", kind="newer system packages")
+
+
+def test_real_core_layout_without_the_alternatives_links() -> None:
+    # TheRock#7156: without update-alternatives no /opt/rocm/core link is made.
+    text = fixture_text("update-alternatives-post-install-opt-rocm-core-10.0-symlinks-amdrocm-core-sdk-TRUNCATED.txt")
+    assert "using /opt/rocm/core-10.0 to provide /opt/rocm/core (core)" in text
+    host = host_of(files={"/opt/rocm/core-10.0/.info/version": "10.0.0\n"}, paths=AMDGPU)
+    result = check(host)
+    assert result.findings[0] == root("/opt/rocm/core-10.0", "10.0.0",
+                                      "the newest /opt/rocm/core-X.Y", "newer system packages")
+
+
+def test_real_fedora_distro_rocm_gives_its_version() -> None:
+    # ROCm/hip#3520: Fedora 40's /usr/lib64/cmake/hip/hip-config.cmake, version 6.0.0; the
+    # version file beside it is written by CMake's write_basic_package_version_file.
+    text = fixture_text("rpm-qa-rocm-fedora40-mixed-el9-packages-and-cmake-hip-config-version-6.0.0-usr-lib64-cmake-hip.txt")
+    version = re.search(r"/usr/lib64/cmake/hip/hip-config.cmake, version: (\S+)", text).group(1)  # type: ignore[union-attr]
+    cmake = f'set(PACKAGE_VERSION "{version}")\n\nif(PACKAGE_VERSION VERSION_LESS PACKAGE_FIND_VERSION)\n'
+    assert parse_cmake_version(cmake) == "6.0.0"
+    host = host_of(files={"/usr/lib64/cmake/hip/hip-config-version.cmake": cmake},
+                   paths={**AMDGPU, "/usr/lib64/libamdhip64.so.6": {"type": "file"}})
+    assert installed_rocm(host) == RocmInstall("6.0.0", None, "/usr",
+                                               "/usr/lib64/cmake/hip/hip-config-version.cmake")
+    result = check(host)
+    assert (result.status, result.summary, result.findings) == (
+        Status.PASS, "ROCm 6.0.0 at /usr",
+        (root("/usr", "6.0.0", "the distribution's ROCm version files", "distribution packages"),))
+
+
+def test_pip_installed_sdk_is_the_root_and_python_packages() -> None:
+    # TheRock#6534: `rocm-sdk path --root` needs rocm[devel]; without it the core's folder.
+    assert "rocm[devel]" in fixture_text("rocm-sdk-path-root-error-devel-not-installed-libraries-only-rocm7.14.txt")
+    core = "/home/u/.venv/lib/python3.12/site-packages/_rocm_sdk_core"
+    probe = {"executable": "/home/u/.venv/bin/python", "packages": {"rocm-sdk-core": "7.14.0"},
+             "rocm_sdk": {"_rocm_sdk_core": core, "_rocm_sdk_devel": None},
+             "torch": {"imported": False, "error": "No module named 'torch'"}}
+    host = host_of(paths={**AMDGPU, core: {"type": "dir"}}, python=probe)
+    assert check(host) == expected(Status.PASS, f"ROCm 7.14.0 from Python packages at {core}", [
+        root(core, "7.14.0", "rocm-sdk path --root", "Python packages")])
+
+
+def test_rocm_root_option_comes_first() -> None:
+    data = make_snapshot(files={**classic_files(), "/opt/rocm-6.2.4/.info/version": "6.2.4\n"},
+                         paths=CLASSIC_PATHS, env={"ROCM_PATH": "/opt/rocm-6.3.4"})
+    data["rocm_root"] = "/opt/rocm-6.2.4"
+    host = SnapshotHost(data)
+    assert check(host).findings[0] == root("/opt/rocm-6.2.4", "6.2.4", "--rocm-root")
+    data["rocm_root"] = "/nowhere"
+    assert check(SnapshotHost(data)).findings[0] == root("/opt/rocm-6.3.4", "6.3.4",
+                                                        "ROCM_PATH")
+    data["rocm_root"] = 5  # wrong-typed: ignored
+    assert check(SnapshotHost(data)).findings[0] == root("/opt/rocm-6.3.4", "6.3.4",
+                                                        "ROCM_PATH")
+
+
+@given(st.text())
+def test_version_text_parsers_never_raise(text: str) -> None:
+    parse_cmake_version(text)
+    release_of_package(text)
+
+
+def test_pip_release_versions() -> None:
+    assert [release_of_package(v) for v in ("7.0.0rc20250731", "7.15.0a20260630", "6.5",
+                                             "x")] == ["7.0.0", "7.15.0", "6.5.0", None]
+
+
+def test_real_debian_distro_rocm_root_is_usr() -> None:
+    # CMake#24562: Ubuntu's packages: --rocm-path=/usr, HIP's CMake files under the multiarch
+    # /usr/lib/x86_64-linux-gnu.
+    text = fixture_text("cmake-hip-lang-config-not-found-debian-ubuntu23.04-libamdhip64-dev-multiarch-usr-lib-x86_64-linux-gnu.txt")
+    assert "--rocm-path=/usr" in text
+    cmake = 'set(PACKAGE_VERSION "5.2.3")\n'
+    data = make_snapshot(files={"/usr/lib/x86_64-linux-gnu/cmake/hip/hip-config-version.cmake":
+                                cmake}, paths={**AMDGPU, "/usr": {"type": "dir"}})
+    data["rocm_root"] = "/usr"
+    result = check(SnapshotHost(data))
+    assert (result.summary, result.findings[0]) == (
+        "ROCm 5.2.3 at /usr", root("/usr", "5.2.3", "--rocm-root", "distribution packages"))

@@ -35,7 +35,13 @@ ABSENT: tuple[str, ...] = (
     "/sys/class/kfd/kfd/topology/nodes", "/opt/rocm/.info/version",
     "/opt/rocm/core/.info/version", "/opt/rocm/include/rocm-core/rocm_version.h",
     "/opt/rocm/include/rocm_version.h", "/proc/driver/nvidia/version", "/dev/nvidiactl",
-    QUERY_KEY,
+    QUERY_KEY, "/proc/modules", "/sys/module/amdgpu/initstate",
+    # rocm-libraries' child, the distribution's version files, the WSL runtime, /proc/1/cgroup
+    "rocmdoctor-libload", "/usr/include/rocm-core/rocm_version.h",
+    "/usr/lib64/cmake/hip/hip-config-version.cmake",
+    "/usr/lib/x86_64-linux-gnu/cmake/hip/hip-config-version.cmake",
+    "/usr/lib/aarch64-linux-gnu/cmake/hip/hip-config-version.cmake",
+    "/usr/lib/cmake/hip/hip-config-version.cmake", "/dev/dxg",
 )
 PACKAGES = ("torch", "torchvision", "torchaudio", "triton", "pytorch-triton-rocm", "numpy")
 # The targets PyTorch's build script compiles into current ROCm wheels

@@ -43,31 +43,42 @@ def _limits(timeout: Optional[float]) -> tuple[float, float]:
 
 
 def _make_host(from_file: Optional[str], timeout: Optional[float], python: Optional[str],
-               probe_now: bool = True) -> Host:
+               probe_now: bool = True, rocm_root: Optional[str] = None) -> Host:
     from rocmdoctor.host.snapshot import SnapshotError, SnapshotHost, load_snapshot
 
     if from_file is not None:
         try:
-            return SnapshotHost(load_snapshot(from_file))
+            host = SnapshotHost(load_snapshot(from_file))
         except SnapshotError as exc:
             raise fail(str(exc)) from None
-    return _live_host(timeout, python, probe_now)
+        if rocm_root is not None:  # asked for now: replaces the one the snapshot recorded
+            host.rocm_root = rocm_root
+        return host
+    return _live_host(timeout, python, probe_now, rocm_root)
 
 
-def _live_host(timeout: Optional[float], python: Optional[str],
-               probe_now: bool = True) -> LiveHost:
+def _live_host(timeout: Optional[float], python: Optional[str], probe_now: bool = True,
+               rocm_root: Optional[str] = None) -> LiveHost:
     import shutil
 
     from rocmdoctor.host.live import LiveHost
 
     if python is not None and shutil.which(python) is None:
         raise fail(f"--python {python}: no such interpreter (or it is not executable)")
+    if rocm_root is not None and not rocm_root.startswith("/"):
+        raise fail(f"--rocm-root {rocm_root}: give an absolute path")
     from rocmdoctor.host.probe import make_probe, run_probe
 
     command_s, probe_s = _limits(timeout)
     if probe_now:  # the child imports torch while the machine checks run
-        return LiveHost(command_timeout=command_s, probe=make_probe(python, probe_s))
-    return LiveHost(command_timeout=command_s, probe=lambda: run_probe(python, probe_s))
+        return LiveHost(command_timeout=command_s, probe=make_probe(python, probe_s),
+                        rocm_root=rocm_root)
+    return LiveHost(command_timeout=command_s, probe=lambda: run_probe(python, probe_s),
+                    rocm_root=rocm_root)
+
+
+ROCM_ROOT_HELP = ("Where ROCm is (default: $ROCM_PATH, $ROCM_HOME, $ROCM_DIR, the pip-installed "
+                  "ROCm SDK, /opt/rocm, the newest /opt/rocm/core-X.Y).")
 
 
 def _select(only: list[str], skip: list[str], opt_in: bool) -> list[Check]:
@@ -154,6 +165,8 @@ def check(
         False, "--collectives", help="Also measure all-reduce and peer-to-peer bandwidth "
         "between the GPUs (one process per GPU; takes seconds)."
     ),
+    rocm_root: Optional[str] = typer.Option(None, "--rocm-root", metavar="DIR",
+                                            help=ROCM_ROOT_HELP),
 ) -> None:
     """Inspect this machine (or a snapshot) and say what is wrong and how to fix it."""
     only_ids, skip_ids = _split_ids(only), _split_ids(skip)
@@ -170,7 +183,7 @@ def check(
             raise fail(str(exc)) from None
     checks = _select(only_ids, skip_ids, opt_in)
     probe = any(c.uses_python for c in checks)
-    host = _make_host(from_file, timeout, python, probe_now=probe)
+    host = _make_host(from_file, timeout, python, probe_now=probe, rocm_root=rocm_root)
     with _progress(host, quiet):
         report = _run_report(host, checks, timeout)
     if json_out:
@@ -204,13 +217,15 @@ def snapshot(
     collectives: bool = typer.Option(
         False, "--collectives", help="Also run (and record) the collectives measurement."
     ),
+    rocm_root: Optional[str] = typer.Option(None, "--rocm-root", metavar="DIR",
+                                            help=ROCM_ROOT_HELP),
 ) -> None:
     """Capture everything `check` reads, to replay it elsewhere with `check --from`."""
     from rocmdoctor.facts.collect_env import gather
     from rocmdoctor.host.snapshot import build_snapshot, save_snapshot
     from rocmdoctor.render.terminal import summary_line
 
-    host = _live_host(timeout, python)
+    host = _live_host(timeout, python, rocm_root=rocm_root)
     with _progress(host):
         report = _run_report(host, _select([], [], collectives), timeout)
         gather(host)  # so that `report --from` shows the same raw facts
@@ -248,6 +263,8 @@ def report(
     collectives: bool = typer.Option(
         False, "--collectives", help="Include the collectives measurement (check --collectives)."
     ),
+    rocm_root: Optional[str] = typer.Option(None, "--rocm-root", metavar="DIR",
+                                            help=ROCM_ROOT_HELP),
 ) -> None:
     """An issue-ready report of this machine (Markdown by default), safe to publish."""
     if fmt not in ("markdown", "text", "json"):
@@ -258,15 +275,18 @@ def report(
     from rocmdoctor.redact import Redactor
     from rocmdoctor.render.report import render_markdown, render_report_json, render_text
 
-    host = _make_host(from_file, timeout, python)
+    host = _make_host(from_file, timeout, python, rocm_root=rocm_root)
     with _progress(host):
         result = _run_report(host, _select([], [], collectives), timeout)
         facts = report_facts(host, result.platform, result.tool_version)
     user = host.user.name
     homes = tuple(h for h in (host.env.get("HOME"), f"/home/{user}") if h)
     hostname = host.platform.hostname
+    # Under sudo the account that trains is SUDO_USER, and findings name it.
+    sudo_user = (host.env.get("SUDO_USER") or "").strip()
     redactor = Redactor(
-        user_names=(user,), host_names=(hostname,), home_dirs=homes,
+        user_names=(user, sudo_user) if sudo_user else (user,), host_names=(hostname,),
+        home_dirs=(*homes, f"/home/{sudo_user}") if sudo_user else homes,
         enabled=not no_redact,
     )
     if snapshot_out is not None:

@@ -147,7 +147,7 @@ def header_rows(host: Host, raw: RawFacts, platform: str, tool_version: str
                 ) -> list[tuple[str, str]]:
     from rocmdoctor.facts.amdgpu_module import describe_driver
     from rocmdoctor.facts.machine import nvidia_driver_version
-    from rocmdoctor.facts.rocm_version import installed_rocm
+    from rocmdoctor.facts.rocm_version import rocm_root
     from rocmdoctor.kb import KB_DATE
 
     plat = host.platform
@@ -158,8 +158,20 @@ def header_rows(host: Host, raw: RawFacts, platform: str, tool_version: str
         ("OS", f"{raw.os_name or 'unknown'} ({plat.machine})"),
         ("Kernel", plat.kernel_release or "unknown"),
     ]
-    rocm = installed_rocm(host)
-    rows.append(("ROCm", f"{rocm.version} ({rocm.root})" if rocm else "not installed"))
+    root = rocm_root(host, with_python=torch.probed)
+    if root is None:
+        rows.append(("ROCm", "not installed"))
+    else:
+        version = root.version or "release not recorded"
+        rows.append(("ROCm", f"{version} at {root.path} (found by {root.found_by}; "
+                             f"{root.kind})"))
+    if host.known("facts:libload"):  # rocm-libraries ran: the copy torch really loads
+        from rocmdoctor.facts.libload import rocm_libraries
+
+        hip = rocm_libraries(host).library("hip")
+        if hip is not None and hip.path:
+            rows.append(("HIP runtime torch loads",
+                         f"{hip.path} ({rocm_libraries(host).kind})"))
     if platform == "rocm":
         rows.append(("amdgpu driver", describe_driver(host)))
     nvidia = nvidia_driver_version(host)

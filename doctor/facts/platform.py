@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Optional
 
+# The container facts live in facts/container.py; container_signals stays importable here.
+from rocmdoctor.facts.container import container_signals as container_signals
 from rocmdoctor.host import Host
 
 AMD_PCI_VENDOR = "0x1002"
 NVIDIA_PCI_VENDOR = "0x10de"
 # PCI class codes of display controllers (0x03xxxx) and processing accelerators (0x12xxxx).
 GPU_PCI_CLASSES = ("0x03", "0x12")
-CONTAINER_CGROUP_WORDS = ("docker", "kubepods", "containerd", "libpod", "lxc")
 
 
 def _pci_gpu_vendors(host: Host) -> set[str]:
@@ -68,6 +69,22 @@ def nvidia_signals(host: Host) -> list[str]:
     return host.memo("facts:nvidia_signals", compute)
 
 
+def gpu_vendors(host: Host) -> set[str]:
+    """"amd" and/or "nvidia": the GPUs the hardware and the host's driver show (PCI devices,
+    a loaded driver), which a container sees even when its device nodes were not passed in."""
+
+    def compute() -> set[str]:
+        vendors = _pci_gpu_vendors(host)
+        found = set()
+        if AMD_PCI_VENDOR in vendors or host.exists("/sys/module/amdgpu"):
+            found.add("amd")
+        if NVIDIA_PCI_VENDOR in vendors or host.exists("/proc/driver/nvidia/version"):
+            found.add("nvidia")
+        return found
+
+    return host.memo("facts:gpu_vendors", compute)
+
+
 def platform_kind(host: Host) -> str:
     """`rocm`, `cuda` or `cpu`, as the check JSON contract defines them."""
     if amd_signals(host):
@@ -91,20 +108,6 @@ def is_wsl(host: Host) -> bool:
     """WSL2 kernels are named like 5.15.153.1-microsoft-standard-WSL2."""
     release = host.platform.kernel_release.lower()
     return "microsoft" in release or "wsl" in release
-
-
-def container_signals(host: Host) -> list[str]:
-    """Why this looks like a container (empty when it does not)."""
-
-    def compute() -> list[str]:
-        signals = [p for p in ("/.dockerenv", "/run/.containerenv") if host.exists(p)]
-        if host.env.get("container"):
-            signals.append(f"container={host.env['container']}")
-        cgroup = (host.read_file("/proc/1/cgroup") or "").lower()
-        signals += [f"/proc/1/cgroup mentions {w}" for w in CONTAINER_CGROUP_WORDS if w in cgroup]
-        return signals
-
-    return host.memo("facts:container", compute)
 
 
 def kernel_release(host: Host) -> str:

@@ -11,7 +11,17 @@ ROCm records its release in several places, depending on age and layout:
   `ROCM_VERSION_MAJOR/MINOR/PATCH` defines and `ROCM_BUILD_INFO` string come from
   https://github.com/ROCm/rocm-core/blob/master/rocm_version.h.in.
 
-By hand: `cat /opt/rocm/.info/version /opt/rocm/core/.info/version; ls -d /opt/rocm*`.
+Distributions that package ROCm under /usr record no `.info/version`; their HIP CMake
+package's `hip-config-version.cmake` (written by CMake's write_basic_package_version_file:
+`set(PACKAGE_VERSION "6.0.0")`) or rocm-core's header under /usr/include give the release.
+
+Where ROCm is (`rocm_root`): the first of `--rocm-root`, `$ROCM_PATH` / `$ROCM_HOME` /
+`$ROCM_DIR`, the pip-installed ROCm SDK the training Python imports (`rocm-sdk path --root`),
+`/opt/rocm`, the newest `/opt/rocm/core-X.Y` (AMD's newer system packages, TheRock RFC0009),
+the distribution's files under /usr, and the newest `/opt/rocm-X.Y.Z`.
+
+By hand: `cat /opt/rocm/.info/version /opt/rocm/core/.info/version; ls -d /opt/rocm*;
+rocm-sdk path --root`.
 """
 
 from __future__ import annotations
@@ -33,6 +43,32 @@ _HEADER_DEFINE = re.compile(r"^\s*#\s*define\s+ROCM_VERSION_(MAJOR|MINOR|PATCH)\
                             re.MULTILINE)
 _HEADER_BUILD = re.compile(r'^\s*#\s*define\s+ROCM_BUILD_INFO\s+"[^"-]*-(\d+)\b', re.MULTILINE)
 _DIR_VERSION = re.compile(r"^(?:rocm|core)-(\d+\.\d+(?:\.\d+)?)$")
+
+# The release recorded by a distribution's packages under /usr: rocm-core's header, then HIP's
+# CMake version file (Fedora /usr/lib64, Debian/Ubuntu multiarch /usr/lib/<triplet>).
+DISTRO_VERSION_FILES = (
+    "/usr/include/rocm-core/rocm_version.h",
+    "/usr/lib64/cmake/hip/hip-config-version.cmake",
+    "/usr/lib/x86_64-linux-gnu/cmake/hip/hip-config-version.cmake",
+    "/usr/lib/aarch64-linux-gnu/cmake/hip/hip-config-version.cmake",
+    "/usr/lib/cmake/hip/hip-config-version.cmake",
+)
+CMAKE_VERSION_FILE = ("https://github.com/Kitware/CMake/blob/master/Modules/"
+                      "BasicConfigVersion-SameMajorVersion.cmake.in")
+_CMAKE_VERSION = re.compile(r'^\s*set\s*\(\s*PACKAGE_VERSION\s+"?(\d{1,4})\.(\d{1,4})'
+                            r'(?:\.(\d{1,6}))?', re.MULTILINE)
+_PEP440_RELEASE = re.compile(r"^\s*v?(\d{1,4})\.(\d{1,4})(?:\.(\d{1,6}))?")
+# Install kinds: how ROCm got onto the machine, which decides how a fix installs anything.
+KIND_SYSTEM = "system packages"  # AMD's repository: /opt/rocm-X.Y.Z, /opt/rocm
+KIND_NEWER = "newer system packages"  # AMD's TheRock-built packages: /opt/rocm/core-X.Y
+KIND_PYTHON = "Python packages"  # pip-installed ROCm SDK (site-packages/_rocm_sdk_*)
+KIND_DISTRO = "distribution packages"  # the distribution's own (/usr; Arch's /opt/rocm)
+KIND_STANDALONE = "standalone"  # a tree built or unpacked by hand
+# Arch Linux's own rocm-core keeps AMD's layout under /opt/rocm
+# (https://archlinux.org/packages/extra/x86_64/rocm-core/files).
+OPT_ROCM_DISTROS = ("arch",)
+ROOT_VARIABLES = ("ROCM_PATH", "ROCM_HOME", "ROCM_DIR")
+_CORE_DIR = re.compile(r"^/opt/rocm/core(?:-\d+(?:\.\d+)*)?(?:/|$)")
 
 # Where a distribution's own ROCm packages put things (Debian/Ubuntu, Fedora/SUSE).
 DISTRO_ROCM_PATTERNS = (
@@ -77,6 +113,25 @@ def parse_version_header(text: str) -> Optional[tuple[str, Optional[str]]]:
     build = _HEADER_BUILD.search(text)
     version = f"{parts['MAJOR']}.{parts['MINOR']}.{parts.get('PATCH', 0)}"
     return version, build.group(1) if build else None
+
+
+def parse_cmake_version(text: str) -> Optional[str]:
+    """"6.0.0" from a CMake package version file's `set(PACKAGE_VERSION "6.0.0")`. Never
+    raises."""
+    m = _CMAKE_VERSION.search(text)
+    if m is None:
+        return None
+    major, minor, patch = m.groups()
+    return f"{int(major)}.{int(minor)}.{int(patch or 0)}"
+
+
+def release_of_package(version: str) -> Optional[str]:
+    """"7.0.0" from a pip version such as 7.0.0rc20250731 or 7.15.0a20260630. Never raises."""
+    m = _PEP440_RELEASE.match(version or "")
+    if m is None:
+        return None
+    major, minor, patch = m.groups()
+    return f"{int(major)}.{int(minor)}.{int(patch or 0)}"
 
 
 def real_path(host: Host, path: str, _depth: int = 0) -> str:
@@ -148,14 +203,14 @@ def _from_folder_name(host: Host, root: str) -> Optional[RocmInstall]:
 
 
 def installed_rocm(host: Host) -> Optional[RocmInstall]:
-    """The active ROCm: $ROCM_PATH's, else /opt/rocm's, else the newest install found."""
+    """The system's ROCm release: the install at the root `rocm_root` finds without the
+    Python probe (--rocm-root, $ROCM_PATH/$ROCM_HOME/$ROCM_DIR, /opt/rocm, the newest
+    /opt/rocm/core-X.Y, the distribution's files under /usr), else the newest install."""
 
     def compute() -> Optional[RocmInstall]:
-        env_root = (host.env.get("ROCM_PATH") or "").strip()
-        if env_root.startswith("/"):
-            install = read_install(host, env_root)
-            if install is not None:
-                return install
+        chosen = _choose_root(host, with_python=False)
+        if chosen is not None and chosen[2] is not None:
+            return chosen[2]
         install = read_install(host, OPT_ROCM)
         if install is not None:
             return install
@@ -163,6 +218,139 @@ def installed_rocm(host: Host) -> Optional[RocmInstall]:
         return installs[0] if installs else None
 
     return host.memo("rocm:installed", compute)
+
+
+def distro_install(host: Host) -> Optional[RocmInstall]:
+    """The release of a distribution-packaged ROCm under /usr, from its version files."""
+
+    def compute() -> Optional[RocmInstall]:
+        for path in DISTRO_VERSION_FILES:
+            text = host.read_file(path)
+            if not text:
+                continue
+            if path.endswith(".h"):
+                parsed = parse_version_header(text)
+                version = parsed[0] if parsed else None
+            else:
+                version = parse_cmake_version(text)
+            if version:
+                return RocmInstall(version, None, "/usr", path)
+        return None
+
+    return host.memo("rocm:distro_install", compute)
+
+
+@dataclass(frozen=True)
+class RocmRoot:
+    """Where ROCm is, how that was decided, and how it was installed."""
+
+    path: str
+    found_by: str  # "--rocm-root", "ROCM_PATH", "rocm-sdk path --root", "/opt/rocm" ...
+    kind: str  # KIND_SYSTEM, KIND_NEWER, KIND_PYTHON, KIND_DISTRO, KIND_STANDALONE
+    install: Optional[RocmInstall]
+    passed_over: tuple[str, ...] = ()  # candidates before it that were not usable, and why
+
+    @property
+    def version(self) -> Optional[str]:
+        return self.install.version if self.install else None
+
+
+def install_kind(host: Host, path: str) -> str:
+    """The install kind of a ROCm folder, from where it is."""
+    real = real_path(host, path)
+    for p in (path.rstrip("/") or "/", real):
+        if "/site-packages/" in p + "/" or "/_rocm_sdk_" in p or "/dist-packages/" in p + "/":
+            return KIND_PYTHON
+    if real == "/usr" or real.startswith("/usr/lib") or path.rstrip("/") == "/usr":
+        return KIND_DISTRO
+    if _CORE_DIR.match(real):
+        return KIND_NEWER
+    if real == OPT_ROCM or real.startswith("/opt/rocm-") or real.startswith(OPT_ROCM + "/"):
+        from rocmdoctor.facts.os_release import read_os_release
+
+        osr = read_os_release(host)
+        if osr is not None and any(f in OPT_ROCM_DISTROS for f in osr.families):
+            return KIND_DISTRO
+        return KIND_SYSTEM
+    return KIND_STANDALONE
+
+
+def _sdk_install(host: Host, root: str) -> Optional[RocmInstall]:
+    from rocmdoctor.facts.torch import torch_info
+
+    package = torch_info(host).packages.get("rocm-sdk-core") or ""
+    version = release_of_package(package)
+    if version is None:
+        return None
+    return RocmInstall(version, None, root, f"the pip package rocm-sdk-core {package}")
+
+
+def _choose_root(host: Host, with_python: bool
+                 ) -> Optional[tuple[str, str, Optional[RocmInstall], tuple[str, ...]]]:
+    """(path, how it was found, its install, candidates passed over) in rocm_root's order."""
+
+    def compute() -> Optional[tuple[str, str, Optional[RocmInstall], tuple[str, ...]]]:
+        passed: list[str] = []
+        explicit = [("--rocm-root", host.rocm_root or "")]
+        explicit += [(var, (host.env.get(var) or "").strip()) for var in ROOT_VARIABLES]
+        for how, value in explicit:
+            if not value:
+                continue
+            if not value.startswith("/"):
+                passed.append(f"{how}={value} is not an absolute path")
+                continue
+            if not host.exists(value):
+                passed.append(f"{how}={value} does not exist")
+                continue
+            install = read_install(host, value) or _from_folder_name(host, value)
+            if install is None and value.rstrip("/") == "/usr":
+                install = distro_install(host)
+            root = value.rstrip("/") or "/"
+            # A tree that records no release still counts when it holds a HIP runtime.
+            if install is None and how != "--rocm-root" and not host.glob(
+                    root + "/lib/libamdhip64.so*"):
+                passed.append(f"{how}={value} holds no ROCm")
+                continue
+            return root, how, install, tuple(passed)
+        if with_python:
+            from rocmdoctor.facts.torch import torch_info
+
+            sdk = torch_info(host).rocm_sdk_root
+            if sdk:
+                return sdk, "rocm-sdk path --root", _sdk_install(host, sdk), tuple(passed)
+        install = read_install(host, OPT_ROCM)
+        if install is not None:
+            return OPT_ROCM, OPT_ROCM, install, tuple(passed)
+        installs = all_rocm_installs(host)
+        cores = [i for i in installs if _CORE_DIR.match(i.root)]
+        if cores:
+            return cores[0].root, "the newest /opt/rocm/core-X.Y", cores[0], tuple(passed)
+        if installs:
+            return (installs[0].root, "the newest ROCm install (no /opt/rocm)", installs[0],
+                    tuple(passed))
+        distro = distro_install(host)
+        if distro is not None:
+            return "/usr", "the distribution's ROCm version files", distro, tuple(passed)
+        if distro_rocm_evidence(host):
+            return "/usr", "the distribution's ROCm files", None, tuple(passed)
+        return None
+
+    return host.memo(f"rocm:root-choice:{with_python}", compute)
+
+
+def rocm_root(host: Host, with_python: bool = True) -> Optional[RocmRoot]:
+    """Where ROCm is (see the module's docstring for the order), and its install kind.
+    `with_python` asks the Python probe for a pip-installed ROCm SDK."""
+
+    def compute() -> Optional[RocmRoot]:
+        chosen = _choose_root(host, with_python)
+        if chosen is None:
+            return None
+        path, how, install, passed = chosen
+        kind = install_kind(host, install.root if install is not None else path)
+        return RocmRoot(path, how, kind, install, passed)
+
+    return host.memo(f"rocm:root:{with_python}", compute)
 
 
 def distro_rocm_evidence(host: Host) -> list[str]:

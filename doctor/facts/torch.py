@@ -175,6 +175,15 @@ class TorchInfo:
         return self.returncode in (126, 127) and bool(self.error) and str(
             self.error).startswith("cannot run ")
 
+    # The pip-installed ROCm SDK's package folders (probe `rocm_sdk`, found without import).
+    rocm_sdk_core: Optional[str] = None  # site-packages/_rocm_sdk_core
+    rocm_sdk_devel: Optional[str] = None  # site-packages/_rocm_sdk_devel (rocm[devel])
+
+    @property
+    def rocm_sdk_root(self) -> Optional[str]:
+        """What `rocm-sdk path --root` prints: the devel package's folder, else the core's."""
+        return self.rocm_sdk_devel or self.rocm_sdk_core
+
 
 def build_of_version(package_version: Optional[str]) -> Optional[str]:
     """The build a wheel's version names: 2.5.1+rocm6.2 -> rocm, +cu124 -> cuda, +cpu."""
@@ -200,6 +209,7 @@ def torch_info_of(probe: Any) -> TorchInfo:
     devices = tuple(TorchDevice.of(d, i) for i, d in enumerate(
         raw_devices if isinstance(raw_devices, list) else []) if isinstance(d, Mapping))
     arch = torch.get("arch_list")
+    sdk = _map(probe.get("rocm_sdk"))
     return TorchInfo(
         probed=True,
         executable=_text(probe.get("executable")),
@@ -231,6 +241,8 @@ def torch_info_of(probe: Any) -> TorchInfo:
         timed_out=meta.get("timed_out") is True,
         exit_error=_text(meta.get("exit_error")),
         not_python=meta.get("not_python") is True,
+        rocm_sdk_core=_text(sdk.get("_rocm_sdk_core")),
+        rocm_sdk_devel=_text(sdk.get("_rocm_sdk_devel")),
     )
 
 

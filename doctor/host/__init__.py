@@ -9,9 +9,10 @@ from rocmdoctor.host.base import (
     Host,
     PathInfo,
     PlatformInfo,
+    StatfsInfo,
     UserInfo,
     command_key,
 )
 
 __all__ = ["DEFAULT_COMMAND_TIMEOUT_S", "NOT_INSTALLED", "CommandResult", "Host", "PathInfo",
-           "PlatformInfo", "UserInfo", "command_key"]
+           "PlatformInfo", "StatfsInfo", "UserInfo", "command_key"]

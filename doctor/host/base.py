@@ -107,6 +107,73 @@ class PathInfo:
         )
 
 
+def _count(value: Any) -> int:
+    """A non-negative int from a snapshot field (0 when it is not one)."""
+    if isinstance(value, bool):
+        return 0
+    if isinstance(value, int):
+        return max(0, value)
+    if isinstance(value, str) and value.strip().isdigit() and len(value.strip()) < 24:
+        return int(value.strip())
+    return 0
+
+
+def _magic(value: Any) -> Optional[int]:
+    """A file-system magic number from an int or a hex string ("0x6969")."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value & 0xFFFFFFFF if value >= -(2**31) else None
+    if isinstance(value, str):
+        text = value.strip().lower()
+        try:
+            number = int(text, 16) if text.startswith("0x") else int(text)
+        except ValueError:
+            return None
+        return number & 0xFFFFFFFF if 0 <= number < 2**64 else None
+    return None
+
+
+@dataclass(frozen=True)
+class StatfsInfo:
+    """What statfs(2)/statvfs(3) say about the file system holding a path.
+
+    `f_type` is the file system's magic number (NFS 0x6969, Lustre 0x0BD00BD0, ...), None
+    when it could not be read; sizes are bytes available to an unprivileged user.
+    """
+
+    f_type: Optional[int]
+    block_size: int = 0  # f_frsize
+    blocks: int = 0  # f_blocks, in block_size units
+    available: int = 0  # f_bavail, in block_size units
+    readonly: bool = False  # ST_RDONLY in f_flag
+
+    @property
+    def free_bytes(self) -> int:
+        return self.block_size * self.available
+
+    @property
+    def total_bytes(self) -> int:
+        return self.block_size * self.blocks
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "f_type": None if self.f_type is None else f"0x{self.f_type:08x}",
+            "block_size": self.block_size, "blocks": self.blocks,
+            "available": self.available, "readonly": self.readonly,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> StatfsInfo:
+        return cls(
+            f_type=_magic(d.get("f_type")),
+            block_size=_count(d.get("block_size")),
+            blocks=_count(d.get("blocks")),
+            available=_count(d.get("available")),
+            readonly=d.get("readonly") is True,
+        )
+
+
 @dataclass(frozen=True)
 class UserInfo:
     name: str
@@ -133,9 +200,11 @@ class _MemoEntry:
 class Host(ABC):
     """What checks may ask of a machine. Subclasses answer for real or from a snapshot."""
 
-    def __init__(self) -> None:
+    def __init__(self, rocm_root: Optional[str] = None) -> None:
         self._memo: dict[str, _MemoEntry] = {}
         self._memo_lock = threading.Lock()
+        # `--rocm-root`: where the user says ROCm is (facts/rocm_version.py reads it first).
+        self.rocm_root = rocm_root
 
     # --- facts -------------------------------------------------------------------------
     @property
@@ -179,6 +248,10 @@ class Host(ABC):
         """What the host is waiting for now: (what, time.monotonic() when it started), oldest
         first. A snapshot answers at once: nothing."""
         return []
+
+    def statfs(self, path: str) -> Optional[StatfsInfo]:
+        """The file system holding `path` (statfs), or None when the path is absent."""
+        return None
 
     # --- helpers -----------------------------------------------------------------------
     def exists(self, path: str) -> bool:

@@ -22,6 +22,7 @@ from rocmdoctor.host import (
     Host,
     PathInfo,
     PlatformInfo,
+    StatfsInfo,
     UserInfo,
     command_key,
 )
@@ -32,6 +33,11 @@ MAX_FILE_BYTES = 4 * 1024 * 1024
 COLLECTIVES_TOOL = "rocmdoctor-collectives"
 COLLECTIVES_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                   "collectives_launch.py")
+# `rocm-libraries` loads the ROCm libraries torch uses through this name (libload_child.py),
+# in the Python that trains; the snapshot key stays the name, with no machine path in it.
+LIBLOAD_TOOL = "rocmdoctor-libload"
+LIBLOAD_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "libload_child.py")
+ST_RDONLY = 1  # statvfs f_flag bit (os.ST_RDONLY)
 
 
 def _path_type(mode: int) -> str:
@@ -71,6 +77,35 @@ class Recording:
         self.paths: dict[str, dict[str, Any]] = {}
         self.dirs: dict[str, list[str]] = {}
         self.commands: dict[str, dict[str, Any]] = {}
+        self.statfs: dict[str, dict[str, Any]] = {}
+
+
+def _fs_magic(path: str) -> Optional[int]:
+    """statfs(2)'s f_type for path (os.statvfs does not give it), or None."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        # struct statfs starts with `__fsword_t f_type` (a long on every Linux ABI); the
+        # buffer is larger than the whole struct on any architecture.
+        buf = ctypes.create_string_buffer(512)
+        if libc.statfs(os.fsencode(path), buf) != 0:
+            return None
+        return ctypes.c_long.from_buffer(buf).value & 0xFFFFFFFF
+    except (OSError, AttributeError, ValueError, TypeError):
+        return None
+
+
+def live_statfs(path: str) -> Optional[StatfsInfo]:
+    try:
+        st = os.statvfs(path)
+    except (OSError, ValueError):
+        return None
+    return StatfsInfo(f_type=_fs_magic(path), block_size=int(st.f_frsize or st.f_bsize),
+                      blocks=int(st.f_blocks), available=int(st.f_bavail),
+                      readonly=bool(st.f_flag & ST_RDONLY))
 
 
 ProbeFn = Callable[[], Optional[dict[str, Any]]]
@@ -82,8 +117,9 @@ class LiveHost(Host):
         command_timeout: float = DEFAULT_COMMAND_TIMEOUT_S,
         probe: Optional[ProbeFn] = None,
         environ: Optional[Mapping[str, str]] = None,
+        rocm_root: Optional[str] = None,
     ) -> None:
-        super().__init__()
+        super().__init__(rocm_root=rocm_root)
         self.command_timeout = command_timeout
         self.recording = Recording()
         self._probe = probe
@@ -140,9 +176,12 @@ class LiveHost(Host):
 
     def _resolve(self, argv: Sequence[str]) -> list[str]:
         """Our own tools run in the Python that trains; their snapshot key stays the name."""
-        if argv and argv[0] == COLLECTIVES_TOOL:
+        if argv and argv[0] in (COLLECTIVES_TOOL, LIBLOAD_TOOL):
             python = (self.python() or {}).get("executable") or sys.executable
-            return [python, COLLECTIVES_SCRIPT, *argv[1:]]
+            if argv[0] == COLLECTIVES_TOOL:
+                return [str(python), COLLECTIVES_SCRIPT, *argv[1:]]
+            # the library-load child dies with rocmdoctor (PR_SET_PDEATHSIG), as the probe does
+            return [str(python), LIBLOAD_SCRIPT, "--parent-pid", str(os.getpid()), *argv[1:]]
         return list(argv)
 
     def read_file(self, path: str) -> Optional[str]:
@@ -192,6 +231,13 @@ class LiveHost(Host):
         for match in matches:
             self.stat(match)  # so that a replay answers the same glob
         return matches
+
+    def statfs(self, path: str) -> Optional[StatfsInfo]:
+        info = live_statfs(path)
+        if info is not None:
+            with self.recording.lock:
+                self.recording.statfs[path] = info.to_dict()
+        return info
 
     def python(self) -> Optional[dict[str, Any]]:
         probe = self._probe

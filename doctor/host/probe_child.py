@@ -25,6 +25,9 @@ PACKAGES = ("torch", "torchvision", "torchaudio", "triton", "pytorch-triton-rocm
 # broken kernel is off by 1e-3 or more.
 SMOKE_TOLERANCE = 1e-3
 PR_SET_PDEATHSIG = 1
+# The pip-installed ROCm SDK (TheRock's `rocm` packages): `rocm-sdk path --root` prints the
+# devel package's folder, or the core package's when rocm[devel] is absent (TheRock PR #7108).
+ROCM_SDK_MODULES = ("_rocm_sdk_devel", "_rocm_sdk_core", "rocm_sdk")
 
 
 def _die_with_parent(parent_pid: Optional[int]) -> None:
@@ -108,6 +111,7 @@ class Probe:
 
     def packages(self) -> None:
         self.mark("packages")
+        self.rocm_sdk()
         try:
             from importlib import metadata
         except ImportError:  # Python < 3.8
@@ -263,6 +267,25 @@ class Probe:
                      f"{err_mm:.3g}, conv2d {err_conv:.3g}; tolerance {SMOKE_TOLERANCE:g})")
         return {"ok": not bad, "error": error, "matmul_max_abs_err": err_mm,
                 "conv_max_abs_err": err_conv, "seconds": round(time.perf_counter() - start, 3)}
+
+    def rocm_sdk(self) -> None:
+        """Where the pip-installed ROCm SDK's packages are, found without importing them."""
+        import importlib.util
+
+        found: dict[str, Optional[str]] = {}
+        for name in ROCM_SDK_MODULES:
+            try:
+                spec = importlib.util.find_spec(name)
+            except Exception:  # a broken package must not stop the probe
+                spec = None
+            where = None
+            if spec is not None:
+                locations = list(spec.submodule_search_locations or [])
+                where = locations[0] if locations else (
+                    os.path.dirname(spec.origin) if spec.origin else None)
+            found[name] = where
+        if any(found.values()):
+            self.result["rocm_sdk"] = found
 
 
 def _parent_pid(argv: list[str]) -> Optional[int]:

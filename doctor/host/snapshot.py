@@ -18,6 +18,7 @@ from rocmdoctor.host import (
     Host,
     PathInfo,
     PlatformInfo,
+    StatfsInfo,
     UserInfo,
     command_key,
 )
@@ -88,6 +89,7 @@ def build_snapshot(host: LiveHost, redact: bool = True) -> dict[str, Any]:
         paths = dict(rec.paths)
         dirs = dict(rec.dirs)
         commands = dict(rec.commands)
+        statfs = dict(rec.statfs)
     data: dict[str, Any] = {
         "format": FORMAT,
         "captured_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
@@ -105,6 +107,10 @@ def build_snapshot(host: LiveHost, redact: bool = True) -> dict[str, Any]:
         "dirs": dirs,
         "commands": commands,
     }
+    if statfs:  # added fields: older readers ignore them
+        data["statfs"] = statfs
+    if host.rocm_root is not None:
+        data["rocm_root"] = host.rocm_root
     probe = host.python()
     if probe is not None:
         data["python"] = probe
@@ -128,7 +134,8 @@ class SnapshotHost(Host):
     def __init__(
         self, data: Mapping[str, Any], strict: bool = False, absent: Sequence[str] = ()
     ) -> None:
-        super().__init__()
+        root = data.get("rocm_root")
+        super().__init__(rocm_root=root if isinstance(root, str) and root else None)
         self.data = data
         self.strict = strict
         self.absent = frozenset(absent)
@@ -136,6 +143,8 @@ class SnapshotHost(Host):
         self._paths: Mapping[str, Mapping[str, Any]] = data.get("paths") or {}
         self._dirs: Mapping[str, Sequence[str]] = data.get("dirs") or {}
         self._commands: Mapping[str, Mapping[str, Any]] = data.get("commands") or {}
+        statfs = data.get("statfs")
+        self._statfs: Mapping[str, Any] = statfs if isinstance(statfs, Mapping) else {}
         self._env: dict[str, str] = {
             str(k): str(v) for k, v in (data.get("env") or {}).items()
         }
@@ -217,6 +226,13 @@ class SnapshotHost(Host):
             ):
                 found.add("/".join(parts[: len(want)]))
         return sorted(found)
+
+    def statfs(self, path: str) -> Optional[StatfsInfo]:
+        entry = self._statfs.get(path)
+        if isinstance(entry, Mapping):
+            return StatfsInfo.from_dict(entry)
+        self._missing("statfs " + path)
+        return None
 
     def python(self) -> Optional[dict[str, Any]]:
         probe = self.data.get("python")
