@@ -146,6 +146,7 @@ def test_a_hanging_rocminfo_is_cut_off_and_reported(tmp_path: Path) -> None:
     assert agents["summary"].startswith("rocminfo did not answer within 1 s")
 
 
+@pytest.mark.ci_needs("rocminfo", "rocm-smi")
 @pytest.mark.skipif(shutil.which("rocminfo") is None or shutil.which("rocm-smi") is None,
                     reason="Debian's rocminfo and rocm-smi are not installed (.ci/run installs them)")
 def test_the_real_debian_rocm_tools_on_a_machine_without_gpu() -> None:
