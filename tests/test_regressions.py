@@ -1,13 +1,18 @@
 """Regressions once missed by the suite (one-line bugs put into a copy of the code survived
 it), each held here through the entry point a user or the tuner goes through: the
-`rocmdoctor check` command replaying a snapshot, and the tuner's confirmation."""
+`rocmdoctor check` command replaying a snapshot, the tuner's confirmation as the tune calls
+it, and `rocmdoctor tune` with a budget that binds."""
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any, Optional
 
+import pytest
 from typer.testing import CliRunner
 
 from rocmdoctor.cli.app import app
@@ -106,3 +111,33 @@ def test_confirmation_goes_on_while_one_of_several_candidates_is_undecided() -> 
                          lambda t, r: {0: 1000.0, 1: 1500.0, 3: 1200.0}[t["number"]], 3, 6,
                          lambda keys: True)
     assert settled["rounds"] == 3
+
+
+# --- the tune's budget keeps room for the confirmation ------------------------------------------
+
+@pytest.mark.e2e
+def test_a_binding_budget_keeps_room_for_the_confirmation(tmp_path: Path) -> None:
+    """`rocmdoctor tune --budget 60` with 12 confirmation rounds: once your settings have run
+    (one trial of T seconds), another trial starts only while T more and the confirmation's
+    12 rounds of your settings and a candidate (24 T) still fit: 26 T > 60 s for any trial
+    longer than 2.3 s, so the search stops after your settings and says why. A tune that
+    kept no reserve would go on while one more trial fits (2 T < 60 s up to 28 s a trial)."""
+    env = {k: v for k, v in os.environ.items() if k != "ROCMDOCTOR_TESTING"}
+    env.update(XDG_CACHE_HOME=str(tmp_path / "cache"), OMP_NUM_THREADS="1")
+    r = subprocess.run([sys.executable, "-m", "rocmdoctor", "tune", "--model", "tinycnn",
+                        "--device", "cpu", "--batch-size", "8", "--image-size", "32",
+                        "--steps", "4", "--warmup", "1", "--space", "channels_last,batch_size",
+                        "--batch-sizes", "8,16,32,64", "--budget", "60", "--confirm-top", "1",
+                        "--confirm-rounds", "12", "--confirm-max-rounds", "12",
+                        "--trial-timeout", "90", "--output", "r.json"],
+                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    result = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
+    finished = [t for t in result["trials"] if t["state"] == "ok"]
+    wall = finished[0]["wall_s"]
+    assert 2.3 < wall < 28, f"a trial took {wall} s: this budget does not test the reserve"
+    assert result["search"]["stopped"] == "budget", result["search"]
+    assert [t["number"] for t in finished] == [0], [(t["number"], t["state"]) for t in
+                                                     result["trials"]]
+    assert result["search"]["queued"] >= 1
+    assert "the budget left no room for another trial and the confirmation" in r.stdout + r.stderr
