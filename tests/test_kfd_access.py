@@ -258,3 +258,31 @@ def test_parse_etc_group() -> None:
 @given(st.text())
 def test_parse_etc_group_never_raises(text: str) -> None:
     parse_etc_group(text)
+
+
+# --- held by mutation testing (scripts/mutation.sh) ----------------------------------------------
+
+def test_etc_group_lines_without_members_or_too_short() -> None:
+    text = "render:x:110\nvideo:x\n#wheel:x:10:\nalice:x:1000:alice,bob\n"
+    assert parse_etc_group(text) == {"render": GroupEntry("render", 110, ()),
+                                     "alice": GroupEntry("alice", 1000, ("alice", "bob"))}
+
+
+def test_no_name_hint_only_for_a_group_without_a_name_here() -> None:
+    hint = Finding.hint("the device's group has no name in this container: group names do not "
+                        "carry over from the host, numeric ids do")
+    for group, hinted in (("nogroup", True), ("video", False), ("render", False)):
+        dev = {**BLOCKED, "group": group, "gid": 993}
+        h = host({"/dev/kfd": dev, "/dev/dri/renderD128": dev}, files={"/.dockerenv": ""},
+                 user={"name": "rocm-user", "uid": 1000, "groups": ["rocm-user"]})
+        assert (hint in run(h).findings) is hinted, group
+
+
+def test_the_first_blocked_device_decides_the_summary_and_the_fix() -> None:
+    video_only = char_dev(group="video", mode="0600", readable=False, writable=False, gid=44)
+    h = host({"/dev/kfd": BLOCKED, "/dev/dri/renderD128": video_only},
+             files={"/etc/group": ETC_GROUP}, user=alice())
+    result = run(h)
+    assert result.summary == ("alice cannot open /dev/kfd, /dev/dri/renderD128 (group render, "
+                              "mode 0660)")
+    assert result.fix == USERMOD
