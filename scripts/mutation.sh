@@ -85,7 +85,10 @@ import random, sys
 from cosmic_ray.work_db import WorkDB, use_db
 from cosmic_ray.work_item import WorkerOutcome, WorkResult
 with use_db(sys.argv[1], WorkDB.Mode.open) as db:
-    pending = sorted(item.job_id for item in db.pending_work_items)
+    def where(item):  # the same mutants for the same code, whatever the job ids
+        m = item.mutations[0]
+        return (str(m.module_path), m.start_pos, m.operator_name, m.occurrence)
+    pending = [item.job_id for item in sorted(db.pending_work_items, key=where)]
     keep = set(random.Random(0).sample(pending, min(int(sys.argv[2]), len(pending))))
     for job in pending:
         if job not in keep:
