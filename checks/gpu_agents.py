@@ -109,8 +109,8 @@ class GpuAgents(Check):
 
     def _timed_out(self, inv: GpuInventory) -> CheckResult:
         findings = [Finding.hint(
-            "rocminfo hangs when the amdgpu driver or the GPU is stuck (a GPU reset that "
-            "failed, a hung queue); the kernel log shows it")]
+            "Possible cause: the amdgpu driver or the GPU is stuck (a GPU reset that failed, a "
+            "hung queue), which makes rocminfo hang; the kernel log shows it")]
         if inv.gpus:
             findings.append(Finding.info("The KFD topology in sysfs lists "
                                          + inventory_summary(inv.gpus)))
@@ -133,15 +133,16 @@ class GpuAgents(Check):
         failure = inv.failure
         if failure is not None:
             return self.result(Status.FAIL, f"rocminfo failed: {failure.said}",
-                               [Finding.error(f"Cause: {failure.cause}"), *extra],
+                               [Finding.error(f"{failure.likelihood.capitalize()} cause: "
+                                              f"{failure.cause}"), *extra],
                                failure.fix, failure.source)
         rc = inv.rocminfo.returncode
         lines = [ln for ln in (report.text if report else "").splitlines() if ln.strip()]
         if rc == 0:
             cpus = len(report.agents) if report else 0
             summary = f"rocminfo lists no GPU agent ({cpus} other agent(s))"
-            cause = ("the KFD driver did not add a GPU: the GPU is missing, not supported by "
-                     "this kernel, or hidden by ROCR_VISIBLE_DEVICES")
+            cause = ("possible causes: the KFD driver did not add a GPU (the GPU is missing, "
+                     "or not supported by this kernel), or ROCR_VISIBLE_DEVICES hides it")
         else:
             summary = f"rocminfo exited with status {rc}"
             cause = f"its last line: {lines[-1].strip()}" if lines else "it printed nothing"

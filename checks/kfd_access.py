@@ -128,15 +128,17 @@ class KfdAccess(Check):
         if group in user.groups or str(info.gid) in user.groups:
             findings.append(Finding.hint(
                 f"{user.name} is in {group} and the mode allows the group, yet access is "
-                "denied: an ACL or a security module (SELinux, AppArmor) blocks it"))
+                "denied: possible causes: an ACL or a security module (SELinux, AppArmor) "
+                "blocks it"))
             return self.result(Status.FAIL, summary, findings, Fix(
                 f"Look for an ACL on {path} and for denials in the kernel log.",
                 (f"getfacl {path}", "sudo dmesg | grep -i -E 'denied|apparmor|avc'"),
                 needs_root=True))
         if entry is not None and user.name in entry.members:
             findings.append(Finding.hint(
-                f"/etc/group lists {user.name} in {group}, but this session started before "
-                "that: its groups are fixed at login"))
+                f"/etc/group lists {user.name} in {group}, but this session does not have the "
+                "group: likely it started before the user was added (a session's groups are "
+                "fixed at login)"))
             return self.result(Status.FAIL, summary, findings, Fix(
                 f"Log out and back in (or start a shell that has the group with "
                 f"newgrp {group}).", (f"newgrp {group}",), needs_relogin=True))
@@ -177,8 +179,10 @@ class KfdAccess(Check):
                 Status.FAIL, f"{what} is missing: the amdgpu driver is not loaded",
                 [Finding.hint("the amdgpu-driver check says why")],
                 Fix("Load the amdgpu driver.", ("sudo modprobe amdgpu",), needs_root=True))
-        reason = ("the kernel was built without KFD (CONFIG_HSA_AMD) or amdgpu set up no GPU "
-                  "for compute" if what == KFD else "amdgpu created no render node")
+        reason = ("possible causes: the kernel was built without KFD (CONFIG_HSA_AMD), or "
+                  "amdgpu set up no GPU for compute" if what == KFD else
+                  "possible cause: amdgpu created no render node (it failed to initialise the "
+                  "GPU)")
         return self.result(
             Status.FAIL, f"{what} is missing although amdgpu is loaded", [Finding.hint(reason)],
             Fix("The kernel log says why.", ("sudo dmesg | grep -i -E 'kfd|amdgpu'",),

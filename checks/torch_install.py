@@ -75,6 +75,13 @@ class TorchInstall(Check):
         line, why = (rocm_index_line(host, force=package is not None) if kind == "rocm" else
                      cuda_index_line(host, force=package is not None) if kind == "cuda" else
                      (wheels.pip_line("cpu", package is not None), "cpu: no GPU here"))
+        if torch.not_python:
+            return self.result(Status.FAIL, f"{python} is not a Python interpreter",
+                               [Finding.error(error)], Fix(
+                                   "Point rocmdoctor at the Python that will train (the one "
+                                   "your training script runs with: `which python` in its "
+                                   "environment).",
+                                   ("rocmdoctor check --python /path/to/venv/bin/python",)))
         if package is None and "No module named 'torch'" in error:
             return self.result(Status.FAIL, f"torch is not installed in {python}",
                                [Finding.error(error)],

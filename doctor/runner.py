@@ -140,8 +140,12 @@ def run_selected(
     only: Sequence[str] = (),
     skip: Sequence[str] = (),
     timeout_s: Optional[float] = None,
+    min_timeout_s: float = 0.0,
 ) -> Report:
+    """`timeout_s`: the deadline for all checks; by default the longest of the runner's own,
+    the checks' `deadline_s` and `min_timeout_s` (the CLI's: above the probe's timeout, so
+    the probe's checks report the probe's own reason)."""
     chosen = select_checks(checks, only, skip)
-    limit = timeout_s or max([DEFAULT_CHECK_TIMEOUT_S] + [c.deadline_s for c in chosen
-                                                          if c.deadline_s is not None])
+    limit = timeout_s or max([DEFAULT_CHECK_TIMEOUT_S, min_timeout_s]
+                             + [c.deadline_s for c in chosen if c.deadline_s is not None])
     return run_checks(host, chosen, timeout_s=limit)

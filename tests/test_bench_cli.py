@@ -60,8 +60,12 @@ def test_device_cuda_without_gpu_is_one_line_and_exit_2(runs: dict[str, Any]) ->
 
     proc = runs["cuda"]
     assert proc.returncode == 2
-    assert proc.stderr == (f"rocmdoctor: error: --device cuda: no GPU: torch "
-                           f"{torch.__version__} is a CPU-only build\n")
+    *waiting, error = proc.stderr.splitlines()
+    assert error == (f"rocmdoctor: error: --device cuda: no GPU: torch "
+                     f"{torch.__version__} is a CPU-only build")
+    # Before it, only progress while the child imports torch (a slow machine takes > 2 s).
+    assert all(ln.startswith("rocmdoctor: waiting for the benchmark to start (importing torch) (")
+               for ln in waiting), waiting
     assert proc.stdout == ""
 
 

@@ -207,11 +207,12 @@ def test_report_and_check_include_it_when_asked() -> None:
                            capture_output=True, text=True, timeout=120)
     assert check.returncode == 0
     # --only runs the prerequisites too: torch-device, and the torch and driver checks it
-    # needs (the AMD ones skip on this NVIDIA machine).
+    # needs (the AMD ones, and the container check before /dev/kfd, skip on this NVIDIA
+    # machine, which is not a container).
     ids = [line.split()[1] for line in check.stdout.splitlines() if line.startswith("[")]
-    assert ids == ["amdgpu-driver", "kfd-access", "torch-install", "torch-device",
+    assert ids == ["amdgpu-driver", "container", "kfd-access", "torch-install", "torch-device",
                    "nvidia-driver", "collectives"]
-    assert check.stdout.splitlines()[-1] == "4 passed, 0 warnings, 0 failed, 2 skipped, 0 errors"
+    assert check.stdout.splitlines()[-1] == "4 passed, 0 warnings, 0 failed, 3 skipped, 0 errors"
 
 
 def test_a_snapshot_without_the_run_skips_it_and_skip_needs_no_flag() -> None:

@@ -36,11 +36,11 @@ from rocmdoctor.host.snapshot import SnapshotHost, load_snapshot
 from rocmdoctor.render.check_json import render_json
 from rocmdoctor.render.fleet import RENDERERS, hostlist
 from rocmdoctor.runner import run_checks
+from tests.golden import assert_golden
 from tests.helpers import char_dev
 from tests.test_report import MACHINES
 
 GOLDEN = Path(__file__).parent / "golden" / "fleet"
-UPDATE = os.environ.get("ROCMDOCTOR_UPDATE_GOLDEN") == "1"
 H200 = Path(__file__).parent / "fixtures" / "h200-snapshot.json.gz"
 MI300X = "mi300x-x4-rocm6.2"
 
@@ -60,14 +60,15 @@ def mi300x(hostname: str = "<redacted>", torch: Optional[str] = None,
 
 
 def fleet_snapshots() -> dict[str, dict[str, Any]]:
-    """node name -> snapshot: four MI300X nodes, a workstation, a desktop and an H200."""
+    """node name -> snapshot: four MI300X nodes, a workstation, an MI100 container and an
+    H200."""
     return {
         "mi300x-01": mi300x("mi300x-01.cluster.example.org"),
         "mi300x-02": mi300x("mi300x-02.cluster.example.org"),
         "mi300x-03": mi300x("mi300x-03.cluster.example.org", torch="2.4.1+rocm6.1"),
         "mi300x-04": mi300x("mi300x-04.cluster.example.org", kfd_denied=True),
         "ws-890m": MACHINES["gfx1150-890m-rocm7.2"](),
-        "desk-7900xtx": MACHINES["rx7900xtx-not-in-render-group"](),
+        "mi100-docker": MACHINES["mi100-x4-container-not-in-render-group"](),
         "h200-01": load_snapshot(str(H200)),
     }
 
@@ -90,11 +91,7 @@ def write_reports(folder: Path) -> list[str]:
 
 
 def golden(name: str, text: str) -> None:
-    path = GOLDEN / name
-    if UPDATE:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    assert text == path.read_text(encoding="utf-8")
+    assert_golden(GOLDEN / name, text)
 
 
 # --- the machine object ------------------------------------------------------------------------
@@ -224,10 +221,16 @@ def test_the_fleet_finds_the_odd_ones_and_deduplicates_fixes(
     alloc = next(p for p in fleet.problems if p.id == "allocator-config")
     assert alloc.nodes == ("mi300x-01", "mi300x-02", "mi300x-03", "mi300x-04")
     assert [nodes for _, nodes in alloc.fixes] == [alloc.nodes]  # one fix, four nodes
+    # Two different fixes: the container's group id (the container check fails there, and
+    # kfd-access, which depends on it, is not run), the host user's group membership.
     kfd = next(p for p in fleet.problems if p.id == "kfd-access")
-    assert kfd.nodes == ("desk-7900xtx", "mi300x-04")
-    assert [(f.commands, n) for f, n in kfd.fixes] == [
-        (("sudo usermod -aG render,video $USER",), kfd.nodes)]
+    assert kfd.nodes == ("mi300x-04",)
+    assert [(f.text, f.commands, n) for f, n in kfd.fixes] == [
+        ("Add your user to the render and video groups, then log in again.",
+         ("sudo usermod -aG render,video $USER",), ("mi300x-04",))]
+    container = next(p for p in fleet.problems if p.id == "container")
+    assert [(f.text.split(":")[0], n) for f, n in container.fixes] == [
+        ("Start the container with --group-add 993", ("mi100-docker",))]
 
 
 # --- units ---------------------------------------------------------------------------------------

@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from rocmdoctor.host.snapshot import save_snapshot
-from tests.test_fleet import GOLDEN, UPDATE, mi300x
+from tests.golden import assert_golden
+from tests.test_fleet import GOLDEN, mi300x
 
 pytestmark = pytest.mark.e2e
 
@@ -96,10 +97,7 @@ def test_recipe_runs_as_written(tmp_path: Path, name: str) -> None:
                        text=True, timeout=300, stdin=subprocess.DEVNULL)
     assert sorted(os.listdir(work / "reports")) == [f"{n}.json" for n in NODES]
     assert (r.returncode, r.stderr) == (1, "")  # node03 fails kfd-access
-    path = GOLDEN / "recipe.txt"
-    if UPDATE:
-        path.write_text(r.stdout, encoding="utf-8")
-    assert r.stdout == path.read_text(encoding="utf-8")
+    assert_golden(GOLDEN / "recipe.txt", r.stdout)
 
 
 def test_the_documented_tune_options_exist() -> None:

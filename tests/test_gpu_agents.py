@@ -213,27 +213,28 @@ def test_listed(name: str) -> None:
     assert run(host(ran(fixture_text(name)))) == LISTED[name]
 
 
-def failed(key: str, said: str, *extra: Finding) -> CheckResult:
+def failed(key: str, said: str, likelihood: str, *extra: Finding) -> CheckResult:
+    """`likelihood`: "Likely" for a message with one known cause, "Possible" for several."""
     rule = RULES[key]
-    return expect(Status.FAIL, f"rocminfo failed: {said}", (ERR(f"Cause: {rule.cause}"), *extra),
-                  rule.fix, rule.source)
+    return expect(Status.FAIL, f"rocminfo failed: {said}",
+                  (ERR(f"{likelihood} cause: {rule.cause}"), *extra), rule.fix, rule.source)
 
 
 FAILED: dict[str, CheckResult] = {
     "rocminfo-fail-kfd-einval-container-nogroup-gfx942-rocm6.2.1.txt": failed(
-        "kfd-einval", "Unable to open /dev/kfd read-write: Invalid argument",
+        "kfd-einval", "Unable to open /dev/kfd read-write: Invalid argument", "Likely",
         INFO("rocminfo also said: root is member of nogroup group")),
     "rocminfo-fail-kfd-enomem-navi14-rocm3.10.txt": failed(
-        "kfd-enomem", "Unable to open /dev/kfd read-write: Cannot allocate memory",
+        "kfd-enomem", "Unable to open /dev/kfd read-write: Cannot allocate memory", "Possible",
         INFO("rocminfo also said: Failed to get user name to check for render group membership")),
     "rocminfo-fail-kfd-enomem-videogroup-raven-old.txt": failed(
-        "kfd-enomem", "Unable to open /dev/kfd read-write: Cannot allocate memory",
+        "kfd-enomem", "Unable to open /dev/kfd read-write: Cannot allocate memory", "Possible",
         INFO("rocminfo also said: Failed to get user name to check for video group membership")),
     "rocminfo-fail-kfd-eperm-gfx902-raven-rocm3.5.txt": failed(
-        "kfd-eperm", "Unable to open /dev/kfd read-write: Operation not permitted",
+        "kfd-eperm", "Unable to open /dev/kfd read-write: Operation not permitted", "Possible",
         INFO("rocminfo also said: padonion is member of render group")),
     "rocminfo-fail-rock-not-loaded-and-rocm-smi-driver-not-initialized-azure-nvv4.txt": failed(
-        "rock-not-loaded", "ROCk module is NOT loaded, possibly no GPU devices"),
+        "rock-not-loaded", "ROCk module is NOT loaded, possibly no GPU devices", "Possible"),
 }
 
 
@@ -259,8 +260,8 @@ def test_timed_out() -> None:
     hung = {"returncode": 124, "stdout": "", "stderr": "", "timed_out": True, "duration_s": 10.02}
     assert run(host(hung, files=XTX_SYSFS)) == expect(
         Status.ERROR, "rocminfo did not answer within 10 s",
-        (HINT("rocminfo hangs when the amdgpu driver or the GPU is stuck (a GPU reset that failed, "
-           "a hung queue); the kernel log shows it"),
+        (HINT("Possible cause: the amdgpu driver or the GPU is stuck (a GPU reset that failed, a "
+              "hung queue), which makes rocminfo hang; the kernel log shows it"),
          INFO("The KFD topology in sysfs lists 1 GPU: gfx1100 Radeon RX 7900 XTX/XT/GRE, PRO W7900/W7800 "
            "(96 CUs)")),
         Fix("Read the kernel log for amdgpu errors; a reboot clears a hung GPU.",
@@ -294,8 +295,8 @@ def test_only_cpu_agents() -> None:
     cpu_only = full.split("*******                  \nAgent 2")[0] + "*** Done ***\n"
     assert run(host(ran(cpu_only), absent=(KFD_NODES,))) == expect(
         Status.FAIL, "rocminfo lists no GPU agent (1 other agent(s))",
-        (ERR("The KFD driver did not add a GPU: the GPU is missing, not supported by this "
-           "kernel, or hidden by ROCR_VISIBLE_DEVICES"),),
+        (ERR("Possible causes: the KFD driver did not add a GPU (the GPU is missing, or not "
+             "supported by this kernel), or ROCR_VISIBLE_DEVICES hides it"),),
         Fix("Read the kernel log for why the GPU is missing.", commands=(DMESG_KFD,),
             needs_root=True), ROCMINFO_DOC)
 

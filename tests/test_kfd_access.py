@@ -121,8 +121,9 @@ def test_user_added_after_login_must_log_in_again() -> None:
             Finding.error("/dev/kfd: owner root, group render (gid 110), mode 0660"),
             Finding.error("/dev/dri/renderD128: owner root, group render (gid 110), mode 0660"),
             Finding.info("this process's groups: alice, video"),
-            Finding.hint("/etc/group lists alice in render, but this session started before that: "
-                         "its groups are fixed at login"),
+            Finding.hint("/etc/group lists alice in render, but this session does not have the "
+                         "group: likely it started before the user was added (a session's groups "
+                         "are fixed at login)"),
         ), Fix("Log out and back in (or start a shell that has the group with newgrp render).",
                ("newgrp render",), needs_relogin=True))
 
@@ -145,8 +146,8 @@ def test_in_the_group_yet_denied_points_at_acl_or_lsm() -> None:
     assert run(h) == expect(Status.FAIL, "alice cannot open /dev/kfd (group render, mode 0660)", (
         Finding.error("/dev/kfd: owner root, group render (gid 110), mode 0660"),
         Finding.info("this process's groups: alice, render"),
-        Finding.hint("alice is in render and the mode allows the group, yet access is denied: an "
-                     "ACL or a security module (SELinux, AppArmor) blocks it"),
+        Finding.hint("alice is in render and the mode allows the group, yet access is denied: "
+                     "possible causes: an ACL or a security module (SELinux, AppArmor) blocks it"),
     ), Fix("Look for an ACL on /dev/kfd and for denials in the kernel log.",
            ("getfacl /dev/kfd", "sudo dmesg | grep -i -E 'denied|apparmor|avc'"), needs_root=True))
 
@@ -235,8 +236,8 @@ def test_no_kfd_although_the_driver_is_loaded() -> None:
     h = host({}, files={"/sys/module/amdgpu/initstate": "live\n"})
     assert run(h) == expect(
         Status.FAIL, "/dev/kfd is missing although amdgpu is loaded",
-        (Finding.hint("the kernel was built without KFD (CONFIG_HSA_AMD) or amdgpu set up no "
-                      "GPU for compute"),),
+        (Finding.hint("possible causes: the kernel was built without KFD (CONFIG_HSA_AMD), or "
+                      "amdgpu set up no GPU for compute"),),
         Fix("The kernel log says why.", ("sudo dmesg | grep -i -E 'kfd|amdgpu'",), needs_root=True))
 
 
@@ -257,3 +258,31 @@ def test_parse_etc_group() -> None:
 @given(st.text())
 def test_parse_etc_group_never_raises(text: str) -> None:
     parse_etc_group(text)
+
+
+# --- held by mutation testing (scripts/mutation.sh) ----------------------------------------------
+
+def test_etc_group_lines_without_members_or_too_short() -> None:
+    text = "render:x:110\nvideo:x\n#wheel:x:10:\nalice:x:1000:alice,bob\n"
+    assert parse_etc_group(text) == {"render": GroupEntry("render", 110, ()),
+                                     "alice": GroupEntry("alice", 1000, ("alice", "bob"))}
+
+
+def test_no_name_hint_only_for_a_group_without_a_name_here() -> None:
+    hint = Finding.hint("the device's group has no name in this container: group names do not "
+                        "carry over from the host, numeric ids do")
+    for group, hinted in (("nogroup", True), ("video", False), ("render", False)):
+        dev = {**BLOCKED, "group": group, "gid": 993}
+        h = host({"/dev/kfd": dev, "/dev/dri/renderD128": dev}, files={"/.dockerenv": ""},
+                 user={"name": "rocm-user", "uid": 1000, "groups": ["rocm-user"]})
+        assert (hint in run(h).findings) is hinted, group
+
+
+def test_the_first_blocked_device_decides_the_summary_and_the_fix() -> None:
+    video_only = char_dev(group="video", mode="0600", readable=False, writable=False, gid=44)
+    h = host({"/dev/kfd": BLOCKED, "/dev/dri/renderD128": video_only},
+             files={"/etc/group": ETC_GROUP}, user=alice())
+    result = run(h)
+    assert result.summary == ("alice cannot open /dev/kfd, /dev/dri/renderD128 (group render, "
+                              "mode 0660)")
+    assert result.fix == USERMOD

@@ -176,3 +176,33 @@ def test_wsl_without_the_wsl_runtime_installs_it_first() -> None:
 def test_off_wsl_there_is_no_advice() -> None:
     host = SnapshotHost(make_snapshot(paths=AMDGPU, python=probe("2.4.0+rocm6.3.4", "6.3.4")))
     assert wsl_advice(host) is None
+
+
+def test_the_sdk_torch_loads_is_judged_against_the_driver() -> None:
+    """torch 2.10+rocm7.0.2 on the pip-installed ROCm SDK 7.0.2 (they match) with the
+    amdgpu-dkms of ROCm 6.0 (module 6.3.6, AMD GPU Driver 6.0.x, tested with user space 5.6
+    to 6.2): the SDK's user space is the one the driver serves, so the driver warns."""
+    core = "/venv/lib/python3.12/site-packages/_rocm_sdk_core/lib"
+    version = "2.10.0+rocm7.0.2"
+    entry = child({"hip": f"{core}/libamdhip64.so.7"}, sdk=(core,),
+                  packages={"rocm-sdk-core": "7.0.2", "torch": version},
+                  torch_lib="/venv/lib/python3.12/site-packages/torch/lib")
+    host = SnapshotHost(make_snapshot(
+        commands={"rocmdoctor-libload": entry}, dirs={"/sys/module/amdgpu": ["initstate"]},
+        files={"/sys/module/amdgpu/version": "6.3.6\n"},
+        python=probe(version, "7.0.51831", packages={"rocm-sdk-core": "7.0.2"})))
+    result = run(TorchRocmMatch(), host)
+    assert (result.status, result.summary) == (
+        Status.WARN, "torch built for ROCm 7.0.1-7.0.2 (HIP 7.0.51831); the pip-installed ROCm "
+        "7.0.2 matches; the amdgpu driver is not tested with ROCm 7.0.2")
+    assert result.findings[-1] == Finding.error(
+        "the amdgpu-dkms driver 6.3.6 (AMD GPU Driver 6.0.x) is tested with ROCm 5.6, 5.7, 6.0, "
+        "6.1, 6.2 user space, not 7.0")
+    assert result.fix is not None and result.fix.text.startswith(
+        "Install the torch build for the driver's ROCm (")
+    # the same SDK on a driver tested with it: no warning
+    fine = SnapshotHost(make_snapshot(
+        commands={"rocmdoctor-libload": entry}, dirs={"/sys/module/amdgpu": ["initstate"]},
+        files={"/sys/module/amdgpu/version": "6.12.12\n"},
+        python=probe(version, "7.0.51831", packages={"rocm-sdk-core": "7.0.2"})))
+    assert run(TorchRocmMatch(), fine).status is Status.PASS

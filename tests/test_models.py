@@ -2,17 +2,20 @@
 
 torchvision is not installed on this machine (importing a mismatched wheel fails, see
 tests/fixtures/captured/), so the counts are asserted always and compared against torchvision
-only where it imports. Models are built on the meta device: exact shapes and counts, no RAM.
+only where it imports (a skip `pytest -rs` prints, as .ci/run does). Without torch (a venv
+that skipped the README's first step) the whole module skips. Models are built on the meta device: exact shapes and counts, no RAM.
 """
 
 from __future__ import annotations
 
 import pytest
-import torch
-from torch.utils.flop_counter import FlopCounterMode
 
-from rocmdoctor.tuners.bench import models
-from rocmdoctor.tuners.bench.flops import training_step_flops
+torch = pytest.importorskip("torch", reason="the models are torch modules: install torch==2.13.0 "
+                                             "first, as the README's test command does")
+from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
+
+from rocmdoctor.tuners.bench import models  # noqa: E402
+from rocmdoctor.tuners.bench.flops import training_step_flops  # noqa: E402
 
 # torchvision's documented parameter counts (ResNet50_Weights / ViT_B_16_Weights meta
 # "num_params"): https://docs.pytorch.org/vision/stable/models.html

@@ -91,16 +91,37 @@ def test_timeout_while_importing() -> None:
     assert data["probe"]["timed_out"] is True
 
 
-def test_not_json_output() -> None:
+def test_output_of_a_program_that_is_not_python() -> None:
+    # It ended by itself without one progress line: a Python prints one before anything else.
     res = CommandResult(returncode=0, stdout="hello\n", stderr="something odd\n")
     data = interpret("/x/python", res, 60)
     assert data == {
         "executable": "/x/python", "packages": {},
         "torch": {"imported": False, "failed_stage": None,
-                  "error": "the probe printed no result: something odd"},
+                  "error": "/x/python is not a Python interpreter: it ran the probe script and "
+                           "exited with status 0 without one line of the probe's output; its "
+                           "last line: something odd"},
         "probe": {"returncode": 0, "timed_out": False, "duration_s": 0.0, "timeout_s": 60,
-                  "stage": None},
+                  "stage": None, "not_python": True},
     }
+
+
+def test_a_python_that_reported_progress_but_no_result() -> None:
+    res = CommandResult(returncode=0, stdout="hello\n",
+                        stderr=_partial_line("packages") + "\nsomething odd\n")
+    data = interpret("/x/python", res, 60)
+    assert data["torch"]["error"] == ("the probe printed no result: something odd")
+    assert "not_python" not in data["probe"]
+
+
+def test_a_python_too_old_for_the_probe_is_still_a_python() -> None:
+    res = CommandResult(returncode=1, stderr='  File "/x/probe_child.py", line 12\n'
+                        "SyntaxError: future feature annotations is not defined\n")
+    data = interpret("/usr/bin/python3.6", res, 60)
+    assert data["torch"]["error"] == ("the probe exited with status 1 before reporting "
+                                      "anything: SyntaxError: future feature annotations is "
+                                      "not defined")
+    assert "not_python" not in data["probe"]
 
 
 def test_missing_interpreter() -> None:

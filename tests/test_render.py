@@ -38,16 +38,88 @@ def test_terminal_rendering_is_exact() -> None:
         "\n"
         "[✓] os-release  Ubuntu 22.04.5 LTS\n"
         "[✗] kfd-access  alice cannot open /dev/kfd (group render, mode 0660)\n"
-        "                fix: Add your user to the render and video groups, then log in again.\n"
-        "                  $ sudo usermod -aG render,video $USER   (needs root, then log in again)\n"
         "[!] debug-env   HIP_LAUNCH_BLOCKING set: GPU work runs slower\n"
-        "                fix: Unset it.\n"
-        "                  $ unset HIP_LAUNCH_BLOCKING\n"
         "[-] perf-level  no AMD GPU\n"
         "[E] gpu-agents  rocminfo did not answer within 10 s\n"
         "\n"
+        "How to fix (in this order):\n"
+        "  1. kfd-access: Add your user to the render and video groups, then log in again. (needs root, then\n"
+        "     log in again)\n"
+        "       $ sudo usermod -aG render,video $USER\n"
+        "  2. debug-env: Unset it.\n"
+        "       $ unset HIP_LAUNCH_BLOCKING\n"
+        "  3. gpu-agents: no fix is known; this shows what it found:\n"
+        "       $ rocmdoctor check -v --only gpu-agents\n"
+        "\n"
         "1 passed, 1 warning, 1 failed, 1 skipped, 1 error\n"
     )
+
+
+def test_quiet_prints_only_the_problems_and_their_fixes() -> None:
+    assert render_terminal(REPORT, width=100, quiet=True) == (
+        "[✗] kfd-access  alice cannot open /dev/kfd (group render, mode 0660)\n"
+        "[!] debug-env   HIP_LAUNCH_BLOCKING set: GPU work runs slower\n"
+        "[E] gpu-agents  rocminfo did not answer within 10 s\n"
+        "\n"
+        "How to fix (in this order):\n"
+        "  1. kfd-access: Add your user to the render and video groups, then log in again. (needs root, then\n"
+        "     log in again)\n"
+        "       $ sudo usermod -aG render,video $USER\n"
+        "  2. debug-env: Unset it.\n"
+        "       $ unset HIP_LAUNCH_BLOCKING\n"
+        "  3. gpu-agents: no fix is known; this shows what it found:\n"
+        "       $ rocmdoctor check -v --only gpu-agents\n"
+    )
+    calm = Report("0.1.0", "rocm", (REPORT.results[0], REPORT.results[3]))
+    assert render_terminal(calm, quiet=True) == ""
+
+
+PIP = ("pip install --force-reinstall torch torchvision --index-url "
+       "https://download.pytorch.org/whl/rocm6.2.4")
+
+
+def test_commands_are_never_broken_and_prose_wraps_with_a_hanging_indent() -> None:
+    long_fix = CheckResult(
+        "torch-install", "PyTorch", Status.FAIL,
+        "torch 2.5.1+cu124 is a CUDA build on an AMD machine (amdgpu driver loaded, /dev/kfd)",
+        fix=Fix("Install the ROCm build of PyTorch with the pip of /home/alice/venvs/train/bin/"
+                "python (rocm6.2.4: the newest wheel for ROCm 6.2), then run "
+                "`rocmdoctor check --only torch-install` again.", (PIP,)))
+    text = render_terminal(Report("0.1.0", "rocm", (long_fix,)), width=60)
+    lines = text.splitlines()
+    assert f"       $ {PIP}" in lines  # whole, although wider than 60 columns
+    assert lines[2:4] == ["[✗] torch-install  torch 2.5.1+cu124 is a CUDA build on an",
+                          "                   AMD machine (amdgpu driver loaded,"]
+    fix_at = lines.index("How to fix (in this order):")
+    assert lines[fix_at + 1].startswith("  1. torch-install: Install the ROCm build")
+    prose = lines[fix_at + 1:lines.index(f"       $ {PIP}")]
+    assert all(len(line) <= 60 or " " not in line.strip() for line in prose), prose
+    assert all(line.startswith("     ") for line in prose[1:])  # the hanging indent
+    # A command quoted in the prose stays on one line.
+    assert any("`rocmdoctor check --only torch-install`" in line for line in prose), prose
+
+
+def test_fixes_come_prerequisites_first() -> None:
+    """A fix a later check depends on comes first; a failure that others were skipped for
+    comes before unrelated ones; otherwise registry order."""
+    def fail(check_id: str, depends: tuple[str, ...] = (), status: Status = Status.FAIL,
+             fix: bool = True, root: str | None = None) -> CheckResult:
+        return CheckResult(check_id, check_id, status, f"{check_id} is wrong",
+                           fix=Fix(f"Fix {check_id}.", (f"fix-{check_id}",)) if fix else None,
+                           depends=depends, root_cause=root)
+
+    results = (
+        fail("debug-env", status=Status.WARN),
+        fail("torch-device", depends=("torch-install",)),  # after its prerequisite, below
+        fail("torch-install", depends=("kfd-access",), status=Status.WARN),
+        fail("gpu-agents", depends=("kfd-access",), status=Status.SKIP, fix=False,
+             root="kfd-access"),
+        fail("kfd-access", depends=("amdgpu-driver",)),
+        fail("perf-level", status=Status.WARN, fix=False),  # a warning with nothing to do
+    )
+    text = render_terminal(Report("0.1.0", "rocm", results), width=100)
+    steps = [ln.split(":")[0].strip() for ln in text.splitlines() if ln[:5].strip().endswith(".")]
+    assert steps == ["1. kfd-access", "2. debug-env", "3. torch-install", "4. torch-device"]
 
 
 def test_verbose_adds_findings_sources_and_durations() -> None:
@@ -103,5 +175,11 @@ def test_skips_that_follow_from_one_failure_name_it_once() -> None:
         "[-] torch-device  needs gpu-agents, which was not run because kfd-access failed\n"
         "\n"
         "not run because kfd-access failed: gpu-agents, torch-device (fix kfd-access first)\n"
+        "\n"
+        "How to fix (in this order):\n"
+        "  1. kfd-access: Add your user to the render and video groups, then log in again. (needs root, then\n"
+        "     log in again)\n"
+        "       $ sudo usermod -aG render,video $USER\n"
+        "\n"
         "0 passed, 0 warnings, 1 failed, 2 skipped, 0 errors\n")
     assert json.loads(render_json(report))["checks"][2]["root_cause"] == "kfd-access"

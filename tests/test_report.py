@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -21,11 +20,11 @@ from rocmdoctor.render.report import (
     render_text,
 )
 from rocmdoctor.runner import run_checks
+from tests.golden import assert_golden
 from tests.helpers import char_dev, fixture_text, make_snapshot
 from tests.test_torch_checks import probe_from_collect_env
 
 GOLDEN = Path(__file__).parent / "golden"
-UPDATE = os.environ.get("ROCMDOCTOR_UPDATE_GOLDEN") == "1"
 
 
 def ok(text: str) -> dict[str, Any]:
@@ -55,6 +54,55 @@ def amd_machine(*, rocminfo: str, probe: dict[str, Any], rocm: str, kernel: str,
 UBUNTU_2404 = 'NAME="Ubuntu"\nVERSION_ID="24.04"\nPRETTY_NAME="Ubuntu 24.04.3 LTS"\nID=ubuntu\n'
 UBUNTU_2204 = 'NAME="Ubuntu"\nVERSION_ID="22.04"\nPRETTY_NAME="Ubuntu 22.04.5 LTS"\nID=ubuntu\n'
 
+MI100_CONTAINER = ("docker-run-rocm-terminal-rocminfo-kfd-permission-denied-rocm-smi-ok-mi100-x4-"
+                   "TRUNCATED.txt")
+
+
+def capture_sections(name: str) -> dict[str, str]:
+    """A capture of several commands ("# rocminfo", "# rocm-smi", ...) split by heading."""
+    sections: dict[str, list[str]] = {}
+    current = None
+    for line in fixture_text(name).splitlines(keepends=True):
+        if line.startswith("# "):
+            current = line[2:].strip()
+            sections.setdefault(current, [])
+        elif line.startswith("$ "):
+            current = None  # the next docker run: another image
+        elif current is not None:
+            sections[current].append(line)
+    return {k: "".join(v).strip("\n") + "\n" for k, v in sections.items()}
+
+
+def mi100_container() -> dict[str, Any]:
+    """One real machine, ROCm-docker#116: 4x MI100 in rocm/rocm-terminal started with
+    --device /dev/kfd --device /dev/dri --group-add video, as the image's user rocm-user
+    (groups rocm-user sudo video). rocminfo cannot open /dev/kfd, rocm-smi (sysfs) sees the
+    four GPUs. The thread's later comment shows /dev/kfd as root:render 0660 on the host and
+    "cannot find name for group ID 993" inside: the devices' group is gid 993, unnamed there.
+    The capture shows no render node listing, no torch, kernel, ROCm install or OS: the
+    render node is taken to be like /dev/kfd (passed by the same --device flags, given to
+    the same group by the udev rule), and the rest is left out (the report says unknown or
+    not found, and the probe was not run)."""
+    said = capture_sections(MI100_CONTAINER)
+    device = {"type": "char", "mode": "0660", "owner": "root", "group": None, "uid": 0,
+              "gid": 993, "readable": False, "writable": False, "executable": False}
+    data = make_snapshot(
+        files={"/.dockerenv": "", "/sys/module/amdgpu/initstate": "live\n"},
+        paths={"/dev/kfd": device, "/dev/dri/renderD128": dict(device),
+               "/sys/module/amdgpu": {"type": "dir", "mode": "0755"}},
+        commands={
+            # rocminfo prints its pre-check errors on stdout and exits 1 (rocminfo.cc).
+            "rocminfo": {"returncode": 1, "stdout": said["rocminfo"], "stderr": "",
+                         "timed_out": False},
+            "rocm-smi": ok(said["rocm-smi"])},
+        kernel="",
+        # The uid is not in the capture: the image's user is not root (1000 stands for it).
+        user={"name": "rocm-user", "uid": 1000,
+              "groups": said["groups"].split()},
+    )
+    return data
+
+
 MACHINES = {
     "gfx1150-890m-rocm7.2": lambda: amd_machine(
         rocminfo="rocminfo-gfx1150-890m-apu-plus-npu-dsp-agent-rocm7.2.txt",
@@ -71,14 +119,7 @@ MACHINES = {
         cpu="AMD EPYC 9474F 48-Core Processor",
         smi={"rocm-smi": "rocm-smi-concise-gfx942-mi300x-x4.txt"},
         env={"HIP_LAUNCH_BLOCKING": "1", "PYTORCH_HIP_ALLOC_CONF": "max_split_size_mb=512"}),
-    "rx7900xtx-not-in-render-group": lambda: amd_machine(
-        rocminfo="rocminfo-gfx1100-rx7900xtx-ryzen5500-rocm6.0.2.txt",
-        probe=probe_from_collect_env("collect_env-wsl2-gfx1030-rx6800xt-rocm6.1.3-no-gfx-suffix.txt"),
-        rocm="6.0.2", kernel="6.5.0-21-generic", os_release=UBUNTU_2204,
-        cpu="AMD Ryzen 5 5500",
-        smi={"rocm-smi": "rocm-smi-legacy-table-and-showhw-gfx1100-plus-raphael-igpu-rocm5.x.txt"},
-        user={"name": "alice", "uid": 1000, "groups": ["alice", "sudo"]},
-        kfd=char_dev(readable=False, writable=False)),
+    "mi100-x4-container-not-in-render-group": lambda: mi100_container(),
 }
 
 
@@ -100,10 +141,7 @@ def render(data: dict[str, Any], fmt: str = "markdown", redact: bool = True,
 @pytest.mark.parametrize("name", sorted(MACHINES))
 def test_golden_markdown(name: str) -> None:
     text = render(MACHINES[name]())
-    golden = GOLDEN / f"report-{name}.md"
-    if UPDATE:
-        golden.write_text(text, encoding="utf-8")
-    assert text == golden.read_text(encoding="utf-8")
+    assert_golden(GOLDEN / f"report-{name}.md", text)
 
 
 def test_report_header_names_versions_and_every_gpu_against_the_arch_list() -> None:
@@ -116,11 +154,21 @@ def test_report_header_names_versions_and_every_gpu_against_the_arch_list() -> N
     assert "rocmdoctor check --from snap.json.gz" in text
 
 
+def test_the_container_capture_is_read_whole() -> None:
+    said = capture_sections(MI100_CONTAINER)
+    assert said["rocminfo"].splitlines() == [
+        "ROCk module is loaded", "Unable to open /dev/kfd read-write: Permission denied",
+        "Failed to get user name to check for video group membership"]
+    assert len([ln for ln in said["rocm-smi"].splitlines() if ln[:1].isdigit()]) == 4
+    assert said["groups"] == "rocm-user sudo video\n"
+
+
 def test_failures_come_first_with_their_fix() -> None:
-    text = render(MACHINES["rx7900xtx-not-in-render-group"]())
+    text = render(MACHINES["mi100-x4-container-not-in-render-group"]())
     problems = text.split("### Checks:")[1].split("<details>")[0]
-    assert "**kfd-access** (fail)" in problems
-    assert "sudo usermod -aG render,video $USER" in problems
+    assert "**container** (fail)" in problems  # kfd-access depends on it: not run
+    assert "--group-add 993" in problems
+    assert "**kfd-access**" not in problems
 
 
 SECRET = "ghp_Zx8Qw3Er5Ty7Ui9Op1As2Df4Gh6Jk8Lz0Xc3V"

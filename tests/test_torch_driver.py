@@ -105,3 +105,51 @@ def test_user_space_newer_than_the_tables_is_said_so() -> None:
 def test_module_versions_map_to_driver_releases(module: str, driver: str) -> None:
     row = drivers.module_release(module)
     assert row is not None and row.driver == driver
+
+
+def test_a_torch_on_the_system_rocm_has_the_driver_judged_against_that_rocm() -> None:
+    """A torch that does not bundle ROCm (a source build) runs on the system's ROCm 7.1.1
+    libraries: the user space the driver serves is 7.1, not the 6.2 torch was built for, so
+    the 30.20.x driver (tested with 7.1, not 6.2) is fine; the mismatch of torch and its
+    libraries is the warning."""
+    probe = probe_from_collect_env(MI300X_ENV, device_count=8, arch_list=["gfx942"],
+                                   bundles_rocm=False)
+    probe["torch"].update(version="2.5.1+rocm6.2", hip="6.2.41133-dd7f95766")
+    result = TorchRocmMatch().run(rocm_host(probe, rocm_version="7.1.1", dkms="6.16.6"))
+    assert whole(result) == (
+        Status.WARN, "torch built for ROCm 6.2.0 (HIP 6.2.41133); system ROCm 7.1.1",
+        (Finding.error("this torch loads the system's ROCm 7.1.1 libraries but was built for "
+                       "ROCm 6.2"),
+         Finding.info("the amdgpu-dkms driver 6.16.6 (AMD GPU Driver 30.20.x) is tested with "
+                      "ROCm 7.1 user space")),
+        Fix("Install the official wheel (rocm7.1 fits the installed ROCm 7.1.1) or rebuild "
+            "torch against ROCm 7.1.1.",
+            ("pip install --force-reinstall torch torchvision --index-url "
+             "https://download.pytorch.org/whl/rocm7.1",)))
+
+
+def test_a_driver_assumed_from_the_installed_rocm_can_warn() -> None:
+    """An unlisted module number (6.1.99) is taken to be the driver of the installed ROCm
+    5.5.1 (AMD GPU Driver 5.5.x, tested with user space 5.3 to 5.7): a 6.2 wheel warns."""
+    host = rocm_host(official("2.5.1+rocm6.2", "6.2.41133-dd7f95766"), rocm_version="5.5.1",
+                     dkms="6.1.99")
+    assert whole(TorchRocmMatch().run(host)) == (
+        Status.WARN, "torch built for ROCm 6.2.0 (HIP 6.2.41133); system ROCm 5.5.1; the amdgpu "
+        "driver is not tested with ROCm 6.2",
+        (Finding.info(BUNDLED.format("2.5.1+rocm6.2")),
+         Finding.error("the amdgpu-dkms driver 6.1.99 (assumed to be the 5.5.x driver of the "
+                       "installed ROCm 5.5.1) is tested with ROCm 5.3, 5.4, 5.5, 5.6, 5.7 user "
+                       "space, not 6.2")),
+        Fix("Install the torch build for the driver's ROCm (rocm5.5 fits the installed ROCm "
+            "5.5.1), or upgrade the driver with amdgpu-install.",
+            ("pip install --force-reinstall torch torchvision --index-url "
+             "https://download.pytorch.org/whl/rocm5.5",)))
+
+
+@pytest.mark.parametrize(("cuda", "kind"), [("12.4", "a CUDA"), (None, "a CPU")])
+def test_a_torch_without_rocm_is_named_by_its_build(cuda: Any, kind: str) -> None:
+    probe = official("2.5.1+cu124" if cuda else "2.5.1+cpu", "")
+    probe["torch"].update(hip=None, cuda=cuda)
+    version = probe["torch"]["version"]
+    assert TorchRocmMatch().applies(rocm_host(probe)) == (
+        f"torch {version} is {kind} build, not a ROCm build")

@@ -164,3 +164,55 @@ def test_no_trial_but_yours_runs_past_the_budget(baseline: bool, tmp_path: Any,
     assert trial.user_attrs["message"] == (
         "stopped when the budget ended (92 s in); the same command with a longer --budget "
         "runs it again")
+
+
+# --- held by mutation testing (scripts/mutation.sh) ----------------------------------------------
+
+def _stopping_tuner(trials: list[dict[str, Any]], **options: Any) -> Tuner:
+    tuner = Tuner(TuneOptions(spec=BenchSpec(), **options), {})
+    tuner.platform = Platform(kind="cpu", torch="2.13.0+cpu")
+
+    class Space:
+        def size(self) -> int:
+            return 10
+
+    tuner.space = Space()  # type: ignore[assignment]
+    tuner._trials = lambda: trials  # type: ignore[method-assign]
+    tuner.study = _Study([])
+    return tuner
+
+
+def test_the_reserve_before_your_settings_finish_is_two_runs_a_round() -> None:
+    """No finished baseline (it crashed, or has not run): room for your settings and one
+    candidate per round, at the typical trial's wall time (60 s before any trial)."""
+    tuner = Tuner(TuneOptions(spec=BenchSpec(), confirm_rounds=3), {})
+    tuner.study = _Study([])
+    assert tuner.confirm_reserve([]) == pytest.approx(3 * 2 * 60.0)
+    crashed = {**_trial(0, 30.0, 2.0, 0.0, baseline=True), "state": "crashed"}
+    other = _trial(1, wall=20.0, one_time=1.0, tput=1000.0)
+    assert tuner.confirm_reserve([crashed, other]) == pytest.approx(3 * 2 * 20.0)
+
+
+def test_max_trials_counts_the_running_ones_once() -> None:
+    done = [_trial(0, 30.0, 2.0, 2000.0, baseline=True), _trial(1, 30.0, 2.0, 2100.0)]
+    done[1]["params"] = {"precision": "bf16"}
+    tuner = _stopping_tuner(done, max_trials=3, budget_s=3600.0)
+    assert tuner._stop_reason() is None
+    tuner.running = {"a trial still running"}
+    assert tuner._claimed(done) == 3
+    assert tuner._stop_reason() == "max-trials"
+    # a trial that has recorded its end but is still in `running` counts once
+    from rocmdoctor.tuners import study as sd
+
+    tuner.running = set(sd.done_keys(done))
+    assert tuner._claimed(done) == 2
+    assert tuner._stop_reason() is None
+
+
+def test_the_budget_binds_only_once_your_settings_have_run() -> None:
+    """Another configuration finished but your settings did not start: the search goes on
+    whatever the time, so that there is a baseline to compare against."""
+    waiting = {**_trial(0, 30.0, 2.0, 0.0, baseline=True), "state": "waiting"}
+    tuner = _stopping_tuner([waiting, _trial(1, 30.0, 2.0, 2000.0)], budget_s=600.0)
+    tuner.started -= 590  # 10 s left
+    assert tuner._stop_reason() is None

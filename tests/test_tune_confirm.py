@@ -187,3 +187,61 @@ def test_effects_that_contradict_the_verdict_or_rest_on_one_trial_are_marked() -
     # nothing was re-measured: no verdict to contradict, thin still said
     marked = cf.mark_effects(effects, KNOBS, None, noise_cv=None, confirmed=False)
     assert [e["note"] for e in marked] == ["", "", "", "one trial against one"]
+
+
+# --- held by mutation testing (scripts/mutation.sh) ----------------------------------------------
+
+def _t_cdf(t: float, df: int) -> float:
+    """Student's t CDF for t > 0, from the regularized incomplete beta function:
+    P(T <= t) = 1 - I_x(df/2, 1/2) / 2 with x = df / (df + t^2) (Abramowitz & Stegun 26.7.1);
+    I_x by Lentz's continued fraction (Numerical Recipes 6.4, betacf)."""
+    a, b, x = df / 2.0, 0.5, df / (df + t * t)
+    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
+                     + a * math.log(x) + b * math.log1p(-x)) / a
+    tiny = 1e-300
+    c, d = 1.0, 1.0 - (a + b) * x / (a + 1.0)
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    frac = d
+    for m in range(1, 400):
+        for num in (m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+                    -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))):
+            d = 1.0 + num * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + num / c
+            c = c if abs(c) > tiny else tiny
+            frac *= c * d
+    return 1.0 - front * frac / 2.0
+
+
+@pytest.mark.parametrize("df", [*range(1, 31), 31, 35, 40, 60, 100, 200, 1000])
+def test_every_t_quantile_is_the_975th_percentile(df: int) -> None:
+    """Each table entry (and the expansion past the table) is where Student's t CDF, computed
+    independently, reaches 0.975 (the table's three decimals move it by less than 1e-4)."""
+    assert _t_cdf(cf.t975(df), df) == pytest.approx(0.975, abs=1e-4)
+
+
+def test_the_fastest_of_the_users_precision_is_the_one_added() -> None:
+    trials = [{"number": n, "params": {"k": n}, "throughput": tp, "precision": p}
+              for n, tp, p in ((0, 100.0, "fp32"), (1, 300.0, "bf16"), (2, 200.0, "fp32"),
+                               (3, 150.0, "fp32"))]
+    assert [t["number"] for t in cf.pick_candidates(trials[0], trials, 1, "fp32")] == [1, 2]
+
+
+def test_one_round_leaves_a_candidate_unsettled_and_unjudged() -> None:
+    one = cf.paired_speedup({0: 100.0}, {0: 150.0})
+    assert one.pairs == 1 and one.low is None
+    assert cf.unsettled(one) is True
+    assert cf.significant(one, None) == (False, "measured in one round only: no interval, "
+                                                "no verdict")
+
+
+def test_a_candidate_that_never_finishes_a_round_gets_no_verdict() -> None:
+    base = {"number": 0, "params": {}, "throughput": 100.0}
+    broken = {"number": 1, "params": {"k": 1}, "throughput": 200.0, "precision": "fp32"}
+    out = cf.confirm(base, [broken], [], lambda t, r: 100.0 if t["number"] == 0 else None,
+                     2, 4, lambda keys: True)
+    (verdict,) = out["candidates"]
+    assert (verdict["speedup"], verdict["low"], verdict["high"], verdict["pairs"],
+            verdict["winner"], verdict["why"]) == (None, None, None, 0, False,
+                                                   "no round measured both")
+    assert out["rounds"] == 2

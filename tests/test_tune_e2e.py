@@ -130,6 +130,7 @@ def test_export_file_sources_cleanly_in_bash(resumed: dict[str, Any]) -> None:
             (tmp / "best.env").read_text(encoding="utf-8")
 
 
+@pytest.mark.ci_needs("chromium")
 @pytest.mark.skipif(shutil.which("chromium") is None, reason="needs Debian's chromium")
 def test_html_report_renders_in_headless_chromium(resumed: dict[str, Any]) -> None:
     tmp = resumed["tmp"]

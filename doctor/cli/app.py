@@ -67,7 +67,23 @@ def load_command(name: str) -> Any:
         single.command(name)(target)
         command = typer.main.get_command(single)
     command.name = name
+    plain_metavars(command)
     return command
+
+
+def plain_metavars(command: Any) -> None:
+    """Help that names what a value is, never an internal type: an option without a metavar
+    of its own gets its long name in capitals (`--batch-size BATCH_SIZE`, not `<int range>`),
+    and an argument shows only its metavar (Typer appends `<list[str]>`)."""
+    for sub in getattr(command, "commands", {}).values():
+        plain_metavars(sub)
+    for param in command.params:
+        if param.param_type_name == "argument":
+            param.display_type_rich = lambda ctx: None
+        elif (param.param_type_name == "option" and param.metavar is None
+              and not param.is_flag and not param.count):
+            longest = max(param.opts, key=len)
+            param.metavar = longest.lstrip("-").replace("-", "_").upper()
 
 
 class LazyGroup(TyperGroup):

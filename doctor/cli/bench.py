@@ -175,12 +175,19 @@ def _width() -> int:
 
 
 class _Progress:
-    """A rich progress bar on stderr with live throughput; silent when stderr is no TTY."""
+    """A rich progress bar on stderr with live throughput on a terminal; in a log or a pipe,
+    one plain line per event and, when nothing has come for 2 s (importing torch, a
+    torch.compile warm-up), a line saying what it waits for every 5 s with the time so far."""
 
-    def __init__(self, spec: BenchSpec) -> None:
+    def __init__(self, spec: BenchSpec, quiet_s: float = 2.0) -> None:
+        import time
+
         from rich.console import Console
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+        from rocmdoctor.cli.progress import Progress as Waiting
+
+        self.spec = spec
         self.total = spec.warmup + spec.steps
         console = Console(stderr=True)
         self.progress = Progress(TextColumn("{task.description}"), BarColumn(),
@@ -189,22 +196,57 @@ class _Progress:
                                  disable=not console.is_terminal, transient=True)
         self.task = self.progress.add_task(f"{spec.model}: starting", total=self.total)
         self.lines = not console.is_terminal  # logs and pipes get one plain line per event
+        self.quiet_s = quiet_s
+        self._phase = ("the benchmark to start (importing torch)", time.monotonic())
+        self._last = self._phase[1]
+        self.waiting = Waiting(self._waiting_on, sys.stderr, delay=quiet_s, live=False,
+                               idle=None)
+
+    def _waiting_on(self) -> list[tuple[str, float]]:
+        import time
+
+        if time.monotonic() - self._last < self.quiet_s:
+            return []
+        return [self._phase]
+
+    def _enter_phase(self, what: str) -> None:
+        import time
+
+        self._last = time.monotonic()
+        self._phase = (what, self._last)
 
     def __enter__(self) -> _Progress:
         self.progress.start()
+        if self.lines:
+            self.waiting.__enter__()
         return self
 
     def __exit__(self, *exc: object) -> None:
+        if self.lines:
+            self.waiting.__exit__(None, None, None)
         self.progress.stop()
 
     def update(self, event: dict[str, Any]) -> None:
         kind = event.get("event")
+        compiling = f"{event.get('model', self.spec.model)} with torch.compile (first steps)"
+        if kind == "start":
+            self._enter_phase("torch.compile (first steps)" if self.spec.compile
+                              else "warm-up step 1")
+        elif kind == "warmup":
+            self._enter_phase(f"warm-up step {int(event.get('step', 0)) + 1}")
+        elif kind == "window":
+            index = int(event.get("index", 0)) + 1
+            self._enter_phase(f"measuring window {index + 1}/{event.get('of')}"
+                              if index < int(event.get("of", 0)) else "the result")
         if self.lines:
+            if kind == "start" and self.spec.compile:
+                typer.echo(f"rocmdoctor: compiling {compiling}", err=True)
             self._line(event)
             return
         if kind == "start":
-            self.progress.update(self.task, description=f"{event.get('model')} on "
-                                 f"{event.get('device')}: warm-up")
+            self.progress.update(self.task, description=(
+                f"compiling {compiling}" if self.spec.compile
+                else f"{event.get('model')} on {event.get('device')}: warm-up"))
         elif kind == "warmup":
             self.progress.update(self.task, advance=1, description=(
                 f"warm-up {event.get('step')}/{event.get('of')} "
@@ -213,7 +255,6 @@ class _Progress:
             self.progress.update(self.task, advance=int(event.get("steps", 0)), description=(
                 f"measuring: {float(event.get('samples_per_s', 0.0)):,.1f} "
                 f"{event.get('unit', 'samples')}/s"))
-
 
     @staticmethod
     def _line(event: dict[str, Any]) -> None:

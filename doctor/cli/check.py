@@ -14,6 +14,7 @@ import typer
 from rocmdoctor.cli.common import fail
 
 if TYPE_CHECKING:
+    from rocmdoctor.cli.progress import Progress
     from rocmdoctor.host import Host
     from rocmdoctor.host.live import LiveHost
     from rocmdoctor.model import Check, Report
@@ -26,7 +27,22 @@ def _split_ids(values: Optional[list[str]]) -> list[str]:
     return ids
 
 
-def _make_host(from_file: Optional[str], timeout: float, python: Optional[str],
+COMMAND_TIMEOUT_S = 10.0  # keep equal to rocmdoctor.host.DEFAULT_COMMAND_TIMEOUT_S
+TIMEOUT_HELP = ("Seconds each command may run, and the Python probe too (default: 10 s for "
+                "a command, 60 s for the probe, which imports torch).")
+
+
+def _limits(timeout: Optional[float]) -> tuple[float, float]:
+    """(command timeout, probe timeout): `--timeout` sets both; by default the probe, which
+    imports torch and initialises the GPU, has longer."""
+    from rocmdoctor.host.probe import PROBE_TIMEOUT_S
+
+    if timeout is None:
+        return COMMAND_TIMEOUT_S, PROBE_TIMEOUT_S
+    return timeout, timeout
+
+
+def _make_host(from_file: Optional[str], timeout: Optional[float], python: Optional[str],
                probe_now: bool = True, rocm_root: Optional[str] = None) -> Host:
     from rocmdoctor.host.snapshot import SnapshotError, SnapshotHost, load_snapshot
 
@@ -41,7 +57,7 @@ def _make_host(from_file: Optional[str], timeout: float, python: Optional[str],
     return _live_host(timeout, python, probe_now, rocm_root)
 
 
-def _live_host(timeout: float, python: Optional[str], probe_now: bool = True,
+def _live_host(timeout: Optional[float], python: Optional[str], probe_now: bool = True,
                rocm_root: Optional[str] = None) -> LiveHost:
     import shutil
 
@@ -53,9 +69,11 @@ def _live_host(timeout: float, python: Optional[str], probe_now: bool = True,
         raise fail(f"--rocm-root {rocm_root}: give an absolute path")
     from rocmdoctor.host.probe import make_probe, run_probe
 
+    command_s, probe_s = _limits(timeout)
     if probe_now:  # the child imports torch while the machine checks run
-        return LiveHost(command_timeout=timeout, probe=make_probe(python), rocm_root=rocm_root)
-    return LiveHost(command_timeout=timeout, probe=lambda: run_probe(python),
+        return LiveHost(command_timeout=command_s, probe=make_probe(python, probe_s),
+                        rocm_root=rocm_root)
+    return LiveHost(command_timeout=command_s, probe=lambda: run_probe(python, probe_s),
                     rocm_root=rocm_root)
 
 
@@ -77,10 +95,23 @@ def _select(only: list[str], skip: list[str], opt_in: bool) -> list[Check]:
         raise fail(str(exc)) from None
 
 
-def _run_report(host: Host, checks: list[Check]) -> Report:
+def _run_report(host: Host, checks: list[Check], timeout: Optional[float] = None) -> Report:
+    """Run the checks; the runner's deadline stays above the probe's own timeout."""
     from rocmdoctor.runner import run_selected
 
-    return run_selected(host, checks)
+    return run_selected(host, checks, min_timeout_s=_limits(timeout)[1] + 30)
+
+
+def _progress(host: Host, quiet: bool = False) -> Progress:
+    """Progress on stderr while the host waits (none with --quiet off a terminal)."""
+    from rocmdoctor.cli.progress import Progress
+
+    stream = sys.stderr
+    if quiet and not (getattr(stream, "isatty", None) and stream.isatty()):
+        import io
+
+        stream = io.StringIO()  # --quiet in a log: no progress lines
+    return Progress(host.waiting_on, stream)
 
 
 def _wants_opt_in(flag: bool, only: list[str]) -> bool:
@@ -105,20 +136,30 @@ def _write_output(text: str, output: Optional[str]) -> None:
 
 def check(
     json_out: bool = typer.Option(False, "--json", help="Print JSON (rocmdoctor.check/1)."),
-    only: Optional[list[str]] = typer.Option(None, "--only", help="Run only these check ids."),
-    skip: Optional[list[str]] = typer.Option(None, "--skip", help="Skip these check ids."),
+    only: Optional[list[str]] = typer.Option(
+        None, "--only", metavar="IDS",
+        help="Run only these check ids (comma-separated or repeated; globs such as torch-*), "
+             "with their prerequisites."),
+    skip: Optional[list[str]] = typer.Option(
+        None, "--skip", metavar="IDS", help="Skip these check ids (comma-separated or "
+        "repeated; globs)."),
     strict: bool = typer.Option(False, "--strict", help="Exit 1 on warnings too."),
     from_file: Optional[str] = typer.Option(
         None, "--from", metavar="SNAPSHOT", help="Replay a snapshot instead of this machine."
     ),
     verbose: bool = typer.Option(False, "-v", "--verbose", help="Show findings and timings."),
+    quiet: bool = typer.Option(
+        False, "-q", "--quiet", help="Print only the failures and warnings, and how to fix "
+        "them (nothing when all is well)."),
     output: Optional[str] = typer.Option(
-        None, "-o", "--output", help="Write to a file. Expands %N (the Slurm node name: "
-        "$SLURMD_NODENAME, else the short host name), %h (the short host name), %% (a %)."
+        None, "-o", "--output", metavar="FILE", help="Write to a file. Expands %N (the Slurm "
+        "node name: $SLURMD_NODENAME, else the short host name), %h (the short host name), "
+        "%% (a %)."
     ),
-    timeout: float = typer.Option(10.0, "--timeout", min=0.1, help="Seconds each command may run."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", min=0.1, metavar="SECONDS",
+                                            help=TIMEOUT_HELP),
     python: Optional[str] = typer.Option(
-        None, "--python", help="The Python that will train (default: this one)."
+        None, "--python", metavar="PATH", help="The Python that will train (default: this one)."
     ),
     collectives: bool = typer.Option(
         False, "--collectives", help="Also measure all-reduce and peer-to-peer bandwidth "
@@ -143,7 +184,8 @@ def check(
     checks = _select(only_ids, skip_ids, opt_in)
     probe = any(c.uses_python for c in checks)
     host = _make_host(from_file, timeout, python, probe_now=probe, rocm_root=rocm_root)
-    report = _run_report(host, checks)
+    with _progress(host, quiet):
+        report = _run_report(host, checks, timeout)
     if json_out:
         from rocmdoctor.facts.machine import machine_facts
         from rocmdoctor.render.check_json import render_json
@@ -151,26 +193,27 @@ def check(
         machine = machine_facts(host, report.platform, probe=probe or from_file is not None)
         _write_output(render_json(report, machine), output)
     else:
+        from rocmdoctor.cli.common import terminal_width, use_color
         from rocmdoctor.render.terminal import render_terminal
 
         if output is None:
-            import shutil
-
-            color = sys.stdout.isatty()
-            width = shutil.get_terminal_size((100, 24)).columns
-            sys.stdout.write(render_terminal(report, verbose, width=width, color=color))
+            sys.stdout.write(render_terminal(report, verbose, width=terminal_width(),
+                                             color=use_color(sys.stdout), quiet=quiet))
         else:
-            _write_output(render_terminal(report, verbose), output)
+            _write_output(render_terminal(report, verbose, quiet=quiet), output)
     raise typer.Exit(report.exit_code(strict))
 
 
 def snapshot(
-    output: str = typer.Option(..., "-o", "--output", help="File to write (.gz compresses)."),
+    output: str = typer.Option(..., "-o", "--output", metavar="FILE",
+                               help="File to write (.gz compresses)."),
     no_redact: bool = typer.Option(
         False, "--no-redact", help="Keep secrets and the host name in the snapshot."
     ),
-    timeout: float = typer.Option(10.0, "--timeout", min=0.1, help="Seconds each command may run."),
-    python: Optional[str] = typer.Option(None, "--python", help="The Python that will train."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", min=0.1, metavar="SECONDS",
+                                            help=TIMEOUT_HELP),
+    python: Optional[str] = typer.Option(None, "--python", metavar="PATH",
+                                         help="The Python that will train (default: this one)."),
     collectives: bool = typer.Option(
         False, "--collectives", help="Also run (and record) the collectives measurement."
     ),
@@ -183,8 +226,9 @@ def snapshot(
     from rocmdoctor.render.terminal import summary_line
 
     host = _live_host(timeout, python, rocm_root=rocm_root)
-    report = _run_report(host, _select([], [], collectives))
-    gather(host)  # so that `report --from` shows the same raw facts
+    with _progress(host):
+        report = _run_report(host, _select([], [], collectives), timeout)
+        gather(host)  # so that `report --from` shows the same raw facts
     data = build_snapshot(host, redact=not no_redact)
     try:
         save_snapshot(data, output)
@@ -199,8 +243,10 @@ def snapshot(
 
 
 def report(
-    fmt: str = typer.Option("markdown", "--format", help="markdown, text or json."),
-    output: Optional[str] = typer.Option(None, "-o", "--output", help="Write to a file."),
+    fmt: str = typer.Option("markdown", "--format", metavar="FORMAT",
+                            help="markdown, text or json."),
+    output: Optional[str] = typer.Option(None, "-o", "--output", metavar="FILE",
+                                         help="Write to a file (default: standard output)."),
     from_file: Optional[str] = typer.Option(
         None, "--from", metavar="SNAPSHOT", help="Report on a snapshot instead of this machine."
     ),
@@ -210,8 +256,10 @@ def report(
     no_redact: bool = typer.Option(
         False, "--no-redact", help="Keep user and host names, home paths, serials and secrets."
     ),
-    timeout: float = typer.Option(10.0, "--timeout", min=0.1, help="Seconds each command may run."),
-    python: Optional[str] = typer.Option(None, "--python", help="The Python that will train."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", min=0.1, metavar="SECONDS",
+                                            help=TIMEOUT_HELP),
+    python: Optional[str] = typer.Option(None, "--python", metavar="PATH",
+                                         help="The Python that will train (default: this one)."),
     collectives: bool = typer.Option(
         False, "--collectives", help="Include the collectives measurement (check --collectives)."
     ),
@@ -228,8 +276,9 @@ def report(
     from rocmdoctor.render.report import render_markdown, render_report_json, render_text
 
     host = _make_host(from_file, timeout, python, rocm_root=rocm_root)
-    result = _run_report(host, _select([], [], collectives))
-    facts = report_facts(host, result.platform, result.tool_version)
+    with _progress(host):
+        result = _run_report(host, _select([], [], collectives), timeout)
+        facts = report_facts(host, result.platform, result.tool_version)
     user = host.user.name
     homes = tuple(h for h in (host.env.get("HOME"), f"/home/{user}") if h)
     hostname = host.platform.hostname

@@ -22,6 +22,22 @@ def new_app(help_text: str, name: Optional[str] = None) -> typer.Typer:
                        context_settings={"help_option_names": ["-h", "--help"]})
 
 
+def use_color(stream: object) -> bool:
+    """Colour only on a terminal, and never when NO_COLOR is set to anything
+    (https://no-color.org)."""
+    import os
+
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty()) and not os.environ.get("NO_COLOR")
+
+
+def terminal_width(default: int = 100) -> int:
+    """The terminal's columns; `default` when piped (COLUMNS, when set, wins)."""
+    import shutil
+
+    return shutil.get_terminal_size((default, 24)).columns
+
+
 def unwritable(path: str) -> Optional[str]:
     """Why `path` cannot be written, checked before any work starts; None when it can."""
     import os

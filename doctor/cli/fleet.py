@@ -24,7 +24,8 @@ def summarize_command(
     files: list[str] = typer.Argument(..., metavar="FILE",
                                       help="check --json reports, e.g. reports/*.json."),
     fmt: str = typer.Option("text", "--format", help="text, markdown or json."),
-    output: Optional[str] = typer.Option(None, "-o", "--output", help="Write to a file."),
+    output: Optional[str] = typer.Option(None, "-o", "--output", metavar="FILE",
+                                         help="Write to a file (default: standard output)."),
 ) -> None:
     """Group nodes by versions, name the odd ones out, and show every node's checks."""
     from rocmdoctor.fleet import FleetInputError, load_report, summarize

@@ -52,6 +52,7 @@ class RocminfoProblem:
     cause: str
     fix: Fix
     source: str
+    likelihood: str = "possible"  # "likely": the message has one known cause
 
 
 @dataclass(frozen=True)
@@ -182,7 +183,7 @@ def _problem(report: RocminfoReport) -> Optional[RocminfoProblem]:
     if found is None:
         return None
     rule, said = found
-    return RocminfoProblem(rule.key, said, rule.cause, rule.fix, rule.source)
+    return RocminfoProblem(rule.key, said, rule.cause, rule.fix, rule.source, rule.likelihood)
 
 
 def amd_gpus(host: Host) -> GpuInventory:

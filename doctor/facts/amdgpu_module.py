@@ -113,7 +113,7 @@ def describe_driver(host: Host) -> str:
     version = dkms_version(host)
     if version:
         return f"{version} (AMD DKMS)"
-    return f"inbox driver of kernel {host.platform.kernel_release}"
+    return f"inbox driver of kernel {host.platform.kernel_release or 'unknown'}"
 
 
 DKMS_MAKE_LOGS = "/var/lib/dkms/amdgpu/*/build/make.log"

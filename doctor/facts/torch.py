@@ -124,6 +124,8 @@ class TorchInfo:
     returncode: int = 0
     timed_out: bool = False
     exit_error: Optional[str] = None
+    # The program named as the Python ran, but is not a Python interpreter (probe.not_python).
+    not_python: bool = False
 
     @property
     def package(self) -> Optional[str]:
@@ -238,6 +240,7 @@ def torch_info_of(probe: Any) -> TorchInfo:
         returncode=_int(meta.get("returncode")) or 0,
         timed_out=meta.get("timed_out") is True,
         exit_error=_text(meta.get("exit_error")),
+        not_python=meta.get("not_python") is True,
         rocm_sdk_core=_text(sdk.get("_rocm_sdk_core")),
         rocm_sdk_devel=_text(sdk.get("_rocm_sdk_devel")),
     )
@@ -255,6 +258,8 @@ def probe_skip_reason(info: TorchInfo) -> Optional[str]:
 def imported_skip_reason(info: TorchInfo) -> Optional[str]:
     """Why a check of an imported torch does not apply: no probe, or torch does not import."""
     reason = probe_skip_reason(info)
-    if reason is None and not info.imported:
+    if reason is None and info.not_python:
+        reason = f"{info.interpreter} is not a Python interpreter (see torch-install)"
+    elif reason is None and not info.imported:
         reason = "torch does not import (see torch-install)"
     return reason

@@ -244,6 +244,11 @@ class Host(ABC):
     def python(self) -> Optional[dict[str, Any]]:
         """The Python/PyTorch probe (snapshot contract `python`), or None when not run."""
 
+    def waiting_on(self) -> list[tuple[str, float]]:
+        """What the host is waiting for now: (what, time.monotonic() when it started), oldest
+        first. A snapshot answers at once: nothing."""
+        return []
+
     def statfs(self, path: str) -> Optional[StatfsInfo]:
         """The file system holding `path` (statfs), or None when the path is absent."""
         return None

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import glob as _glob
 import grp
+import itertools
 import os
 import platform as _platform
 import pwd
 import stat as _stat
 import sys
 import threading
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Callable, Optional
 
 from rocmdoctor.host import (
@@ -121,6 +124,24 @@ class LiveHost(Host):
         self.recording = Recording()
         self._probe = probe
         self._environ = dict(os.environ if environ is None else environ)
+        self._waits: dict[int, tuple[str, float]] = {}
+        self._waits_lock = threading.Lock()
+        self._wait_ids = itertools.count()
+
+    @contextlib.contextmanager
+    def _waiting(self, what: str) -> Iterator[None]:
+        ticket = next(self._wait_ids)
+        with self._waits_lock:
+            self._waits[ticket] = (what, time.monotonic())
+        try:
+            yield
+        finally:
+            with self._waits_lock:
+                self._waits.pop(ticket, None)
+
+    def waiting_on(self) -> list[tuple[str, float]]:
+        with self._waits_lock:
+            return sorted(self._waits.values(), key=lambda w: w[1])
 
     # --- facts -------------------------------------------------------------------------
     @property
@@ -145,7 +166,8 @@ class LiveHost(Host):
         limit = self.command_timeout if timeout is None else timeout
 
         def execute() -> CommandResult:
-            result = run_command(self._resolve(argv), limit, self._environ)
+            with self._waiting(key):
+                result = run_command(self._resolve(argv), limit, self._environ)
             with self.recording.lock:
                 self.recording.commands[key] = result.to_dict()
             return result
@@ -218,9 +240,15 @@ class LiveHost(Host):
         return info
 
     def python(self) -> Optional[dict[str, Any]]:
-        if self._probe is None:
+        probe = self._probe
+        if probe is None:
             return None
-        return self.memo("live:python", self._probe)
+
+        def wait() -> Optional[dict[str, Any]]:
+            with self._waiting("the Python probe (importing torch)"):
+                return probe()
+
+        return self.memo("live:python", wait)
 
 
 def _live_user() -> UserInfo:

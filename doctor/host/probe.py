@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import sys
 import threading
@@ -89,6 +90,38 @@ def _last_stderr_line(stderr: str) -> str:
     return lines[-1][:300] if lines else ""
 
 
+# What a Python interpreter prints when it ran but could not run the probe script (too old for
+# its syntax, a broken site-packages): such an interpreter is a Python, only not a usable one.
+_PYTHON_SAID = re.compile(
+    r"Traceback \(most recent call last\)|^\s*File \"[^\"]*\", line \d+|Fatal Python error"
+    r"|^[A-Z]\w*(?:Error|Exception|Warning)(?::|$)", re.MULTILINE)
+
+
+def _not_python(res: CommandResult, stage: Optional[str]) -> bool:
+    """The program ran and ended by itself without one progress line of the probe, and said
+    nothing a Python interpreter says: it is not Python (`/bin/false`, a script of its own).
+    A Python prints its first progress line before it reads anything."""
+    if stage is not None or res.timed_out or res.returncode < 0 or res.returncode in (126, 127):
+        return False
+    return _PYTHON_SAID.search(res.stderr) is None and _PYTHON_SAID.search(res.stdout) is None
+
+
+def _output_line(res: CommandResult) -> str:
+    """The last line the program printed, stdout or stderr, for the evidence."""
+    for text in (res.stderr, res.stdout):
+        lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+        if lines:
+            return lines[-1][:300]
+    return ""
+
+
+def _not_python_reason(python: str, res: CommandResult) -> str:
+    said = _output_line(res)
+    return (f"{python} is not a Python interpreter: it ran the probe script and exited with "
+            f"status {res.returncode} without one line of the probe's output"
+            + (f"; its last line: {said}" if said else "; it printed nothing"))
+
+
 def _signal_name(returncode: int) -> str:
     try:
         return f"{signal.Signals(-returncode).name} (signal {-returncode})"
@@ -129,7 +162,12 @@ def interpret(python: str, res: CommandResult, timeout: float = PROBE_TIMEOUT_S
         "duration_s": round(res.duration_s, 3), "timeout_s": timeout,
         "stage": "done" if final is not None else stage,
     }
-    if final is None:
+    if final is None and _not_python(res, stage):
+        torch["error"] = _not_python_reason(python, res)
+        torch["failed_stage"] = None
+        torch.setdefault("imported", False)
+        data["probe"]["not_python"] = True
+    elif final is None:
         torch["error"] = _failure_reason(python, res, stage, timeout)
         torch["failed_stage"] = stage
         torch.setdefault("imported", False)

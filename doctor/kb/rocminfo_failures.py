@@ -32,6 +32,9 @@ class RocminfoFailure:
     cause: str
     fix: Fix
     source: str
+    # "likely" when the message has one known cause, "possible" when it has several (or the
+    # cause rests on one thread's case): what the finding says before the cause.
+    likelihood: str = "possible"
 
     def search(self, text: str) -> Optional[str]:
         """The output line that matched, or None."""
@@ -61,18 +64,18 @@ ROCMINFO_FAILURES: tuple[RocminfoFailure, ...] = (
         "(/sys/module/amdgpu/initstate is not 'live')",
         Fix("Read the kernel log for the amdgpu initialization error.",
             commands=(DMESG_KFD,), needs_root=True),
-        ROCMINFO_SRC),
+        ROCMINFO_SRC, likelihood="likely"),
     RocminfoFailure(
         "kfd-einval", _KFD + r"Invalid argument",
         "/dev/kfd was not passed into this container properly: inside it the device belongs "
         "to nobody:nogroup (a user-namespace mapping), so the driver refuses it even for root; "
         "in ROCm#4043 a fresh container started with the device flags worked",
         Fix("Start a new container with the GPU devices passed in: "
-            "docker run --device /dev/kfd --device /dev/dri --group-add video "
-            "--security-opt seccomp=unconfined <image>. The thread also suggests a host udev "
-            "rule KERNEL==\"kfd\", MODE=\"0666\". Check the owner inside the container:",
+            "`docker run --device /dev/kfd --device /dev/dri --group-add video "
+            "--security-opt seccomp=unconfined <image>`. The thread also suggests a host udev "
+            "rule `KERNEL==\"kfd\", MODE=\"0666\"`. Check the owner inside the container:",
             commands=("ls -ln /dev/kfd /dev/dri",)),
-        "https://github.com/ROCm/ROCm/issues/4043"),
+        "https://github.com/ROCm/ROCm/issues/4043", likelihood="likely"),
     RocminfoFailure(
         "kfd-eacces", _KFD + r"Permission denied",
         "your user may not open /dev/kfd: it is not in the group that owns it "
@@ -80,7 +83,7 @@ ROCMINFO_FAILURES: tuple[RocminfoFailure, ...] = (
         Fix("Add your user to the render and video groups, then log out and in again.",
             commands=("sudo usermod -aG render,video $USER",), needs_root=True,
             needs_relogin=True),
-        PREREQUISITES),
+        PREREQUISITES, likelihood="likely"),
     RocminfoFailure(
         "kfd-eperm", _KFD + r"Operation not permitted",
         "the KFD driver refused /dev/kfd although its permissions allow it; in ROCm#1176 the "
