@@ -117,11 +117,11 @@ def test_confirmation_goes_on_while_one_of_several_candidates_is_undecided() -> 
 
 @pytest.mark.e2e
 def test_a_binding_budget_keeps_room_for_the_confirmation(tmp_path: Path) -> None:
-    """`rocmdoctor tune --budget 60` with 8 confirmation rounds. Until a configuration other
+    """`rocmdoctor tune --budget 60` with 12 confirmation rounds. Until a configuration other
     than yours has finished, one more trial starts while it fits (there is nothing to confirm
     yet); after it (two trials of T seconds), another starts only while T more and the
-    confirmation's 8 rounds of your settings and a candidate (16 T) still fit: 19 T > 60 s
-    for any trial longer than 3.2 s, so the search stops after the second trial and says why.
+    confirmation's 12 rounds of your settings and a candidate (24 T) still fit: 27 T > 60 s
+    for any trial longer than 2.3 s, so the search stops after the second trial and says why.
     A tune that kept no reserve would go on while one more trial fits (3 T < 60 s up to 20 s
     a trial)."""
     env = {k: v for k, v in os.environ.items() if k != "ROCMDOCTOR_TESTING"}
@@ -130,14 +130,14 @@ def test_a_binding_budget_keeps_room_for_the_confirmation(tmp_path: Path) -> Non
                         "--device", "cpu", "--batch-size", "8", "--image-size", "32",
                         "--steps", "4", "--warmup", "1", "--space", "channels_last,batch_size",
                         "--batch-sizes", "8,16,32,64", "--budget", "60", "--confirm-top", "1",
-                        "--confirm-rounds", "8", "--confirm-max-rounds", "8",
+                        "--confirm-rounds", "12", "--confirm-max-rounds", "12",
                         "--trial-timeout", "90", "--output", "r.json"],
                        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
     result = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
     finished = [t for t in result["trials"] if t["state"] == "ok"]
     wall = finished[0]["wall_s"]
-    assert 3.2 < wall < 20, f"a trial took {wall} s: this budget does not test the reserve"
+    assert 2.3 < wall < 20, f"a trial took {wall} s: this budget does not test the reserve"
     assert result["search"]["stopped"] == "budget", result["search"]
     assert [t["number"] for t in finished] == [0, 1], [(t["number"], t["state"]) for t in
                                                         result["trials"]]
