@@ -213,13 +213,8 @@ def report(
     host = _make_host(from_file, timeout, python)
     result = _run_report(host, _select([], [], collectives))
     facts = report_facts(host, result.platform, result.tool_version)
-    user = host.user.name
-    homes = tuple(h for h in (host.env.get("HOME"), f"/home/{user}") if h)
-    hostname = host.platform.hostname
-    redactor = Redactor(
-        user_names=(user,), host_names=(hostname,), home_dirs=homes,
-        enabled=not no_redact,
-    )
+    redactor = Redactor.for_account(host.user.name, host.platform.hostname, host.env,
+                                    enabled=not no_redact)
     if snapshot_out is not None:
         from rocmdoctor.host.live import LiveHost
         from rocmdoctor.host.snapshot import build_snapshot, save_snapshot

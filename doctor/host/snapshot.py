@@ -99,7 +99,7 @@ def build_snapshot(host: LiveHost, redact: bool = True) -> dict[str, Any]:
             "hostname": REDACTED if redact else plat.hostname,
         },
         "user": {"name": user.name, "uid": user.uid, "groups": list(user.groups)},
-        "env": capture_env(host.env, redact=redact),
+        "env": capture_env(host.env, redact=False) if not redact else {},
         "files": files,
         "paths": paths,
         "dirs": dirs,
@@ -110,7 +110,7 @@ def build_snapshot(host: LiveHost, redact: bool = True) -> dict[str, Any]:
         data["python"] = probe
     if redact:
         data["platform"]["hostname"] = plat.hostname
-        data = redact_snapshot(data)
+        data = redact_snapshot(data, host.env)
     return data
 
 
