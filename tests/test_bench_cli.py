@@ -118,3 +118,11 @@ def test_find_max_batch(runs: dict[str, Any]) -> None:
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "largest batch that fits: 1 (batch 2 runs out of memory)\n"
     assert proc.stderr.splitlines()[-2:] == ["  batch 1: ok", "  batch 2: oom"]
+
+
+def test_a_negative_timeout_is_a_usage_error() -> None:
+    done = subprocess.run([sys.executable, "-m", "rocmdoctor", "bench", "--model", "tinycnn",
+                           "--device", "cpu", "--timeout", "-5"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert "--timeout" in done.stderr and "greater than or equal to 1" in done.stderr

@@ -256,3 +256,13 @@ def test_max_batch_stops_on_a_crash_and_at_the_limit() -> None:
     assert capped.message() == "batch 20 fits (the search limit; no out-of-memory seen)"
     assert probe_spec(BenchSpec(settings={"seed": 3}), 5).settings == {"seed": 3,
                                                                        "extras": False}
+
+
+def test_float_settings_are_converted() -> None:
+    """`--set power_hz=20` and `--set min_warmup_s=0.5` are documented float settings."""
+    assert parse_settings(["power_hz=20", "min_warmup_s=0.5"]) == {"power_hz": 20.0,
+                                                                   "min_warmup_s": 0.5}
+    with pytest.raises(ValueError, match="--set power_hz: 'fast' is not a number"):
+        parse_settings(["power_hz=fast"])
+    with pytest.raises(ValueError, match="--set min_warmup_s: 'inf' is not a finite number"):
+        parse_settings(["min_warmup_s=inf"])

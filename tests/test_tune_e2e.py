@@ -9,6 +9,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -243,3 +244,33 @@ def test_a_trial_inherits_the_environment_given_to_the_tune_not_os_environ(
     seen = outcome.result["environment"]["knobs"]["env"]
     assert seen.get("PYTORCH_ROCMDOCTOR_SEAM") == "given"
     assert "OMP_NUM_THREADS" not in seen
+
+
+def test_an_unwritable_output_is_refused_before_anything_is_measured(tmp_path: Path) -> None:
+    start = time.monotonic()
+    done = subprocess.run(TUNE + WORKLOAD + SEARCH + ["--html", "no/such/folder/r.html"],
+                          cwd=tmp_path, env=_env(tmp_path), text=True, capture_output=True,
+                          timeout=120)
+    assert (done.returncode, done.stderr) == (
+        2, f"rocmdoctor: error: cannot write no/such/folder/r.html: no folder "
+           f"{tmp_path}/no/such/folder\n")
+    assert time.monotonic() - start < 20 and not (tmp_path / "cache").exists()
+    bench = subprocess.run([sys.executable, "-m", "rocmdoctor", "bench", "--model", "tinycnn",
+                            "--device", "cpu", "--json", str(tmp_path)], cwd=tmp_path,
+                           env=_env(tmp_path), text=True, capture_output=True, timeout=60)
+    assert (bench.returncode, bench.stderr) == (
+        2, f"rocmdoctor: error: cannot write {tmp_path}: it is a folder\n")
+
+
+def test_a_file_that_fails_at_the_end_still_shows_the_verdict(tmp_path: Path) -> None:
+    """/dev/full takes the open and refuses the write: the summary is printed anyway and the
+    study keeps the results."""
+    done = subprocess.run(TUNE + WORKLOAD + ["--space", "channels_last", "--budget", "5m",
+                                             "--keep-batch-size", "--trial-timeout", "90",
+                                             "--output", "/dev/full"],
+                          cwd=tmp_path, env=_env(tmp_path), text=True, capture_output=True,
+                          timeout=400)
+    assert done.returncode == 1
+    assert "verdict: " in done.stdout
+    assert ("rocmdoctor: error: cannot write /dev/full: No space left on device; the results "
+            "are in the study") in done.stderr

@@ -181,7 +181,7 @@ def test_a_failing_gpu_thread_stops_the_others() -> None:
         while not tuner.cancel.wait(0.05):
             pass
 
-    tuner._search_over = lambda: False  # type: ignore[method-assign]
+    tuner._stop_reason = lambda: None  # type: ignore[method-assign]
     tuner._search_on = search_on  # type: ignore[method-assign]
     tuner.study = type("S", (), {"_pop_waiting_trial_id": lambda self: None})()
     start = time.monotonic()
@@ -214,14 +214,18 @@ def test_ctrl_c_waits_for_every_thread_to_record_its_trial(
         time.sleep(0.5)  # killing the child and recording the trial as interrupted
         recorded.append(gpu)
 
-    tuner._search_over = lambda: False  # type: ignore[method-assign]
+    tuner._stop_reason = lambda: None  # type: ignore[method-assign]
     tuner._search_on = search_on  # type: ignore[method-assign]
     tuner.study = type("S", (), {"_pop_waiting_trial_id": lambda self: None})()
     released: list[str] = []
     monkeypatch.setattr(sd, "release", lambda study, owner: released.append(owner))
-    threading.Timer(0.6, os.kill, (os.getpid(), signal.SIGINT)).start()
-    with pytest.raises(KeyboardInterrupt):
-        tuner._search()
+    ctrl_c = threading.Timer(0.6, os.kill, (os.getpid(), signal.SIGINT))
+    ctrl_c.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            tuner._search()
+    finally:  # a test that fails early must not let the Ctrl-C land in the next one
+        ctrl_c.cancel()
     assert sorted(recorded, key=str) == sorted(gpus or (None,), key=str)
     assert released == [tuner.owner]
 
@@ -332,3 +336,63 @@ def test_ctrl_c_inside_a_deferred_step_is_raised_once_the_step_is_done() -> None
     thread.start()
     thread.join()
     assert steps == ["whole", "quiet", "thread"] and not elsewhere
+
+
+def _start_until_a_trial_runs(tmp_path: Path) -> subprocess.Popen[str]:
+    search = [a for a in SEARCH if a not in ("--gpus", "0,1")]
+    tune = subprocess.Popen(TUNE + WORKLOAD + search, cwd=tmp_path, env=_env(tmp_path),
+                            text=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    assert tune.stderr is not None
+    for line in tune.stderr:
+        if line.startswith("["):  # a trial's child is starting
+            time.sleep(1.5)
+            return tune
+    raise AssertionError("no trial started")
+
+
+def _workers_of(pid: int) -> list[int]:
+    import psutil
+
+    try:
+        return [p.pid for p in psutil.Process(pid).children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return []
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize(("sig", "code", "name"), [(signal.SIGTERM, 143, "SIGTERM"),
+                                                   (signal.SIGHUP, 129, "SIGHUP")])
+def test_sigterm_and_sighup_stop_like_ctrl_c(tmp_path: Path, sig: int, code: int,
+                                             name: str) -> None:
+    """scancel and `timeout` send SIGTERM, a closed SSH session SIGHUP: the running trial is
+    recorded and queued again, no child is left, and the exit code says which signal."""
+    import psutil
+
+    tune = _start_until_a_trial_runs(tmp_path)
+    children = [psutil.Process(p) for p in _workers_of(tune.pid)]
+    assert children, "the trial's worker is running"
+    tune.send_signal(sig)
+    _, err = tune.communicate(timeout=120)
+    assert tune.returncode == code
+    assert (f"rocmdoctor tune: stopped by {name}; finished trials are saved in the study, run "
+            "the same command to continue") in err
+    running, interrupted = _running_and_interrupted(tmp_path / "cache")
+    assert running == [] and len(interrupted) == 1
+    gone, alive = psutil.wait_procs(children, timeout=10)
+    assert alive == []
+
+
+@pytest.mark.e2e
+def test_a_killed_tune_leaves_no_worker_behind(tmp_path: Path) -> None:
+    """kill -9 gives the tune no chance to clean up: its workers die with it (the parent-death
+    signal), instead of holding the GPU until their own timeout."""
+    import psutil
+
+    tune = _start_until_a_trial_runs(tmp_path)
+    children = [psutil.Process(p) for p in _workers_of(tune.pid)]
+    assert children
+    tune.kill()
+    tune.wait(timeout=30)
+    gone, alive = psutil.wait_procs(children, timeout=15)
+    assert alive == [], [p.cmdline() for p in alive]

@@ -62,6 +62,9 @@ STOPPED = {
     "converged": "the sampler kept proposing configurations already measured",
 }
 Event = Callable[[str, dict[str, Any]], None]
+# Signals that stop a tune like Ctrl-C: Slurm's scancel and `timeout` send SIGTERM, a closed
+# SSH session SIGHUP. Each is recorded, its trials requeued, and the exit code 128 + signal.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 class TuneError(Exception):
     """The tune cannot start or go on: one line for the user (exit 2)."""
@@ -674,12 +677,18 @@ def _ctrl_c_deferred() -> Iterator[None]:
         yield
         return
     seen: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, _frame: seen.append(signum))
+    previous: dict[int, Any] = {
+        int(sig): signal.signal(sig, lambda signum, _frame: seen.append(signum))
+        for sig in STOP_SIGNALS}
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
-    if seen:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if seen:  # delivered now, to the handler that was there (the CLI's, which says which)
+        handler = previous[seen[0]]
+        if callable(handler):
+            handler(seen[0], None)
         raise KeyboardInterrupt
 
 

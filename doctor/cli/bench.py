@@ -9,6 +9,7 @@ memory), 2 bad usage or no GPU. Nothing here imports torch.
 from __future__ import annotations
 
 import json
+import math
 import shutil
 import sys
 from typing import Any, Optional
@@ -16,6 +17,7 @@ from typing import Any, Optional
 import typer
 
 from rocmdoctor.cli.common import fail as _fail
+from rocmdoctor.cli.common import unwritable
 from rocmdoctor.tuners.bench.spec import SETTINGS, BenchSpec
 
 
@@ -39,6 +41,13 @@ def parse_settings(pairs: Optional[list[str]]) -> dict[str, Any]:
                 value = int(value)
             except ValueError:
                 raise ValueError(f"--set {key}: {raw!r} is not an integer") from None
+        elif kind is float:
+            try:
+                value = float(value)
+            except ValueError:
+                raise ValueError(f"--set {key}: {raw!r} is not a number") from None
+            if not math.isfinite(value):
+                raise ValueError(f"--set {key}: {raw!r} is not a finite number")
         out[key] = value
     return out
 
@@ -63,7 +72,8 @@ def bench_command(
                                             help="Write the result JSON to FILE."),
     find_max_batch: bool = typer.Option(False, "--find-max-batch",
                                         help="Find the largest batch that fits, then stop."),
-    timeout: float = typer.Option(600.0, "--timeout", help="Seconds the run may take."),
+    timeout: float = typer.Option(600.0, "--timeout", min=1.0,
+                                  help="Seconds the run may take (at least 1)."),
     python: Optional[str] = typer.Option(None, "--python", help="The Python to train with."),
 ) -> None:
     """Measure training throughput on synthetic data, honestly (warm-up excluded)."""
@@ -79,6 +89,9 @@ def bench_command(
     problems = spec.problems()
     if problems:
         raise _fail("; ".join(problems))
+    problem = unwritable(json_file) if json_file else None
+    if problem:  # found before anything is measured
+        raise _fail(problem)
     if find_max_batch:
         raise typer.Exit(_max_batch(spec, timeout, python))
 

@@ -20,3 +20,18 @@ def new_app(help_text: str, name: Optional[str] = None) -> typer.Typer:
     return typer.Typer(name=name, help=help_text, no_args_is_help=True, add_completion=False,
                        pretty_exceptions_enable=False, rich_markup_mode=None,
                        context_settings={"help_option_names": ["-h", "--help"]})
+
+
+def unwritable(path: str) -> Optional[str]:
+    """Why `path` cannot be written, checked before any work starts; None when it can."""
+    import os
+
+    folder = os.path.dirname(os.path.abspath(path)) or "."
+    if os.path.isdir(path):
+        return f"cannot write {path}: it is a folder"
+    if not os.path.isdir(folder):
+        return f"cannot write {path}: no folder {folder}"
+    target = path if os.path.exists(path) else folder
+    if not os.access(target, os.W_OK):
+        return f"cannot write {path}: permission denied"
+    return None

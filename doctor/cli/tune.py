@@ -17,6 +17,7 @@ from typing import Any, Optional, TextIO
 import typer
 
 from rocmdoctor.cli.common import fail as _fail
+from rocmdoctor.cli.common import unwritable
 from rocmdoctor.tuners.bench.spec import BenchSpec
 from rocmdoctor.tuners.result import changes_text
 
@@ -133,12 +134,34 @@ class Progress:
                       f"{_clock(data['time_left'])}")
 
 
-def _write(path: str, text: str) -> None:
+def _stop_on_signals() -> list[int]:
+    """SIGTERM (scancel, timeout) and SIGHUP (a closed SSH session) stop the tune as Ctrl-C
+    does: the running trials are recorded and queued again. Returns the signals received."""
+    received: list[int] = []
+
+    def stop(signum: int, _frame: Any) -> None:
+        received.append(signum)
+        raise KeyboardInterrupt
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, stop)
+    return received
+
+
+def _write(path: str, text: str) -> Optional[str]:
+    """Write a file; the reason it could not be written, or None."""
     try:
         with open(path, "w", encoding="utf-8") as fh:
             fh.write(text)
     except OSError as exc:
-        raise _fail(f"cannot write {path}: {exc.strerror or exc}") from None
+        return f"cannot write {path}: {exc.strerror or exc}"
+    return None
+
+
+def _html(result: dict[str, Any]) -> str:
+    from rocmdoctor.tuners.html import render_html
+
+    return render_html(result)
 
 
 def tune_command(
@@ -207,6 +230,10 @@ def tune_command(
     problems = spec.problems()
     if problems:
         raise _fail("; ".join(problems))
+    for path in (output, export, html):
+        problem = unwritable(path) if path else None
+        if problem:  # found before anything is measured
+            raise _fail(problem)
     from rocmdoctor.tuners.export import env_file_text, json_text, render_summary
     from rocmdoctor.tuners.tune import TuneError, TuneOptions, run_tune
 
@@ -218,30 +245,37 @@ def tune_command(
         confirm_max_rounds=confirm_max_rounds, confirm_top=confirm_top,
         python=python, seed=seed, allow_test_knobs=os.environ.get("ROCMDOCTOR_TESTING") == "1",
         gpus=gpu_ids, compile_cache=os.path.abspath(compile_cache) if compile_cache else None)
+    received = _stop_on_signals()
     try:
         result = run_tune(options, os.environ, Progress(sys.stderr))
     except TuneError as exc:
         raise _fail(str(exc)) from None
     except KeyboardInterrupt:
-        # the trials are recorded by now; a second Ctrl-C must not turn exit 130 into a
-        # different exit halfway through this message
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        typer.echo("rocmdoctor tune: interrupted; finished trials are saved in the study, run "
-                   "the same command to continue", err=True)
-        raise typer.Exit(130) from None
-    written = []
-    if output:
-        _write(output, json_text(result))
-        written.append(output)
-    if export:
-        _write(export, env_file_text(result))
-        written.append(export)
-    if html:
-        from rocmdoctor.tuners.html import render_html
-
-        _write(html, render_html(result))
-        written.append(html)
+        # the trials are recorded by now; a second signal must not turn the exit code into a
+        # different one halfway through this message
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_IGN)
+        signum = received[0] if received else signal.SIGINT
+        how = "interrupted" if signum == signal.SIGINT else \
+            f"stopped by {signal.Signals(signum).name}"
+        typer.echo(f"rocmdoctor tune: {how}; finished trials are saved in the study, run the "
+                   "same command to continue", err=True)
+        raise typer.Exit(128 + int(signum)) from None
+    written: list[str] = []
+    failed: list[str] = []
+    for path, render in ((output, json_text), (export, env_file_text), (html, _html)):
+        if not path:
+            continue
+        problem = _write(path, render(result))
+        (failed if problem else written).append(problem or path)
+    # the verdict is shown even when a file could not be written (the study keeps it too)
     sys.stdout.write(render_summary(result, written))
+    for problem in failed:
+        typer.echo(f"rocmdoctor: error: {problem}; the results are in the study "
+                   f"({result['study']['storage']}): the same command shows them again",
+                   err=True)
+    if failed:
+        raise typer.Exit(1)
 
 
 def main() -> None:

@@ -12,6 +12,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional
@@ -84,6 +85,38 @@ def spawn(argv: Sequence[str], env: Optional[Mapping[str, str]] = None,
     return subprocess.Popen(list(argv), stdin=stdin, stdout=stdout, stderr=stderr,
                             env=dict(env) if env is not None else None, cwd=cwd,
                             start_new_session=own_session, **options)
+
+
+PARENT_ENV = "ROCMDOCTOR_PARENT_PID"  # set for a child that must not outlive its parent
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(parent_pid: Optional[int]) -> None:
+    """In a child: have Linux kill this process when its parent dies (PR_SET_PDEATHSIG), so that
+    even a `kill -9` of rocmdoctor leaves no benchmark running on the GPU; exit at once if the
+    parent is already gone. Elsewhere (no prctl) the parent's own clean-up still applies."""
+    if parent_pid is None or not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+    except Exception:  # noqa: BLE001 - no prctl: the parent's timeout still applies
+        return
+    # The parent may have died before prctl took effect. (Not `getppid() != parent_pid`: an
+    # interpreter wrapper that does not exec sits between them.)
+    try:
+        os.kill(parent_pid, 0)
+    except ProcessLookupError:
+        os._exit(0)
+    except OSError:
+        pass
+
+
+def parent_pid_from(environ: Mapping[str, str]) -> Optional[int]:
+    value = environ.get(PARENT_ENV, "")
+    return int(value) if value.isdigit() else None
 
 
 def kill_group(proc: Popen[Any]) -> None:

@@ -90,6 +90,7 @@ def run_bench_child(
         return TrialOutcome("error", None, "; ".join(problems), "", None, 0.0)
     env = {**(os.environ if base_env is None else base_env), **env_patch}
     env["PYTHONUNBUFFERED"] = "1"
+    env[process.PARENT_ENV] = str(os.getpid())  # the worker dies with this process
     try:
         proc = process.spawn(worker_argv(python), env=env, cwd=cwd, stdin=process.PIPE)
     except OSError as exc:

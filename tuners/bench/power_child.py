@@ -53,6 +53,7 @@ def _open(argv: Sequence[str]) -> tuple[power.PowerSource, float]:
 
 
 def main(argv: Sequence[str]) -> int:
+    process.die_with_parent(process.parent_pid_from(os.environ))
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     source, hz = _open(argv)
@@ -90,7 +91,7 @@ class ProcessSampler:
 
     def start(self) -> None:
         """Start the child and wait until it samples; raises RuntimeError if it cannot."""
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", process.PARENT_ENV: str(os.getpid())}
         self._proc = process.spawn(self.argv, env=env, own_session=False)
         assert self._proc.stdout is not None
         readable, _, _ = select.select([self._proc.stdout], [], [], START_TIMEOUT_S)

@@ -26,6 +26,7 @@ import time
 from typing import IO, TYPE_CHECKING, Any, Callable, Optional, Union
 
 from rocmdoctor import __version__, schemas
+from rocmdoctor.host import process
 from rocmdoctor.kb.peaks import peak_for
 from rocmdoctor.tuners.bench.environment import (
     amdsmi_handle,
@@ -65,6 +66,7 @@ def is_oom_text(text: str) -> bool:
 
 
 def main() -> int:
+    process.die_with_parent(process.parent_pid_from(os.environ))
     proto = _protocol_stream()
 
     def emit(event: dict[str, Any]) -> None:
