@@ -27,7 +27,8 @@ from tests.helpers import make_snapshot
     "PYTORCH_DB_PASSWORD", "MYSQL_PWD", "PYTORCH_PROFILER_PW", "REDIS_PASSWD",
     "GOOGLE_APPLICATION_CREDENTIALS", "TORCH_AUTH_HEADER", "api_key", "apiKey", "--password",
     "--api-key", "accessToken", "aws.secretAccessKey", "SSH_PASSPHRASE", "HFTOKEN",
-    "CLIENT_SECRET", "SESSION_COOKIE", "PRIVATEKEY", "GPG_SIGNATURE",
+    "CLIENT_SECRET", "SESSION_COOKIE", "PRIVATEKEY", "GPG_SIGNATURE", "PASSWORD", "PASSWD",
+    "DB_PASSWD", "password", "SMTP_PASSWORD", "PYTORCH_PW",
 ])
 def test_secret_names(name: str) -> None:
     assert is_secret_name(name)

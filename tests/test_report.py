@@ -176,3 +176,25 @@ def test_a_huge_snapshot_fits_githubs_limit_and_says_what_was_cut() -> None:
     assert "lines of rocm-smi" in text
     # The header and the problems are never cut.
     assert "| ROCm | 6.2.1 (/opt/rocm) |" in text and "**allocator-config**" in text
+
+
+@pytest.mark.parametrize("fmt", ["markdown", "text", "json"])
+def test_report_from_the_command_line_hides_the_user_and_host_names(
+        tmp_path: Path, fmt: str) -> None:
+    """Through the real entry point: `report --from` sets up its own redactor from the
+    snapshot's user and host name (a snapshot taken with --no-redact keeps both)."""
+    from typer.testing import CliRunner
+
+    from rocmdoctor.cli.app import app
+    from rocmdoctor.host.snapshot import save_snapshot
+
+    path = tmp_path / "snap.json"
+    save_snapshot(planted(), str(path))
+    result = CliRunner().invoke(app, ["report", "--from", str(path), "--format", fmt])
+    assert result.exit_code == 0, result.output
+    for leak in ("kowalski", "lab-node-17", SECRET):
+        assert leak not in result.stdout, leak
+    assert "~/miopen on <redacted>" in result.stdout
+    kept = CliRunner().invoke(app, ["report", "--from", str(path), "--format", fmt,
+                                    "--no-redact"])
+    assert "/home/kowalski/miopen on lab-node-17" in kept.stdout
