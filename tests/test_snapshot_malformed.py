@@ -160,3 +160,46 @@ def test_json_python_cannot_hold_is_refused(tmp_path: Path, content: bytes,
     result = CliRunner().invoke(app, ["check", "--from", str(path)])
     assert result.exit_code == 2, (result.output, result.exception)
     assert message in result.stderr and len(result.stderr.splitlines()) == 1
+
+
+def _gzip_bomb(path: Path, mib: int) -> None:
+    """A gzip file that expands to a valid-looking snapshot of `mib` MiB (one huge file
+    content), written in chunks: about 1 KB per MiB on disk, never all in memory."""
+    with gzip.open(path, "wb", compresslevel=1) as gz:
+        gz.write(b'{"format": "rocmdoctor-snapshot/1", "files": {"/proc/version": "')
+        block = b"a" * (1024 * 1024)
+        for _ in range(mib):
+            gz.write(block)
+        gz.write(b'"}}')
+
+
+def test_a_gzip_bomb_is_refused_while_decompressing(tmp_path: Path) -> None:
+    """300 MiB once decompressed (about 300 KB on disk): refused at 256 MiB with one line,
+    and the process never holds the whole of it (the old reader held it twice: the bytes,
+    then the text)."""
+    import os
+    import subprocess
+    import sys
+
+    bomb = tmp_path / "snap.json.gz"
+    _gzip_bomb(bomb, 300)
+    assert bomb.stat().st_size < 2 * 1024 * 1024
+    child = subprocess.Popen([sys.executable, "-m", "rocmdoctor", "check", "--from", str(bomb)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             stdin=subprocess.DEVNULL)
+    _, status, usage = os.wait4(child.pid, 0)
+    assert child.stdout is not None and child.stderr is not None
+    out, err = child.stdout.read().decode(), child.stderr.read().decode()
+    assert os.waitstatus_to_exitcode(status) == 2, err
+    assert out == ""
+    assert err == (f"rocmdoctor: error: {bomb} is larger than 256 MiB once decompressed; "
+                   "a snapshot is a few MiB, so it is refused\n")
+    assert usage.ru_maxrss < 400 * 1024, f"peak memory {usage.ru_maxrss // 1024} MiB"
+
+
+def test_a_plain_file_past_the_limit_is_refused_too(tmp_path: Path) -> None:
+    path = tmp_path / "snap.json"
+    path.write_bytes(b'{"format": "rocmdoctor-snapshot/1"}' + b" " * 2000)
+    with pytest.raises(SnapshotError, match=r"larger than 1000 bytes once decompressed"):
+        load_snapshot(str(path), limit=1000)
+    assert load_snapshot(str(path), limit=4000)["format"] == "rocmdoctor-snapshot/1"

@@ -37,19 +37,49 @@ class UnexpectedAccess(AssertionError):
     """Raised by a strict SnapshotHost (tests) on anything the test did not provide."""
 
 
-def load_snapshot(path: str) -> dict[str, Any]:
+# A snapshot is refused past this size (decompressed): a real one is a few MiB, and a small
+# gzip file can expand to gigabytes (a "gzip bomb") before json sees a byte of it.
+MAX_SNAPSHOT_BYTES = 256 * 1024 * 1024
+_CHUNK = 1024 * 1024
+
+
+def _read_at_most(stream: Any, limit: int, path: str) -> bytearray:
+    """Up to `limit` bytes of a stream, read in chunks (never more in memory); a
+    SnapshotError past that."""
+    raw = bytearray()
+    while True:
+        chunk = stream.read(min(_CHUNK, limit + 1 - len(raw)))
+        if not chunk:
+            return raw
+        raw += chunk
+        if len(raw) > limit:
+            raise SnapshotError(
+                f"{path} is larger than {_size(limit)} once decompressed; "
+                f"a snapshot is a few MiB, so it is refused")
+
+
+def _size(n: int) -> str:
+    return f"{n / (1024 * 1024):g} MiB" if n >= 1024 * 1024 else f"{n} bytes"
+
+
+def load_snapshot(path: str, limit: int = MAX_SNAPSHOT_BYTES) -> dict[str, Any]:
     try:
         with open(path, "rb") as fh:
-            raw = fh.read()
+            gzipped = fh.read(2) == b"\x1f\x8b"
+            fh.seek(0)
+            if gzipped:
+                try:
+                    with gzip.GzipFile(fileobj=fh, mode="rb") as gz:
+                        raw = _read_at_most(gz, limit, path)
+                except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+                    raise SnapshotError(
+                        f"{path} is a damaged or truncated gzip file ({exc})") from None
+            else:
+                raw = _read_at_most(fh, limit, path)
     except FileNotFoundError:
         raise SnapshotError(f"snapshot not found: {path}") from None
     except OSError as exc:
         raise SnapshotError(f"cannot read snapshot {path}: {exc.strerror or exc}") from None
-    if raw[:2] == b"\x1f\x8b":
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError, zlib.error) as exc:
-            raise SnapshotError(f"{path} is a damaged or truncated gzip file ({exc})") from None
     try:
         data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
