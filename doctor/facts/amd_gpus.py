@@ -100,7 +100,10 @@ def parse_kfd_properties(text: str) -> dict[str, int]:
     props: dict[str, int] = {}
     for line in text.splitlines():
         parts = line.split()
-        if len(parts) == 2 and parts[1].isdigit() and parts[1].isascii():
+        # A property is a 64-bit unsigned number: at most 20 digits (so int() never meets
+        # Python's 4,300-digit limit).
+        if (len(parts) == 2 and parts[1].isdigit() and parts[1].isascii()
+                and len(parts[1].lstrip("0")) <= 20):
             props.setdefault(parts[0], int(parts[1]))
     return props
 
@@ -109,7 +112,8 @@ def kfd_gpus(host: Host) -> tuple[GpuAgent, ...]:
     """GPU nodes of the KFD topology, in node order (the order ROCr enumerates them)."""
 
     def compute() -> tuple[GpuAgent, ...]:
-        entries = [e for e in host.listdir(KFD_NODES) or [] if e.isdigit()]
+        entries = [e for e in host.listdir(KFD_NODES) or []
+                   if e.isascii() and e.isdigit() and len(e) <= 9]
         gpus: list[GpuAgent] = []
         for node in sorted(entries, key=int):
             props = parse_kfd_properties(host.read_file(f"{KFD_NODES}/{node}/properties") or "")
@@ -241,7 +245,7 @@ def select(var: str, value: str, devices: Sequence[GpuAgent],
         entry = raw.strip()
         match: Optional[GpuAgent] = None
         if entry.isdigit() and entry.isascii():
-            i = int(entry)
+            i = int(entry) if len(entry.lstrip("0")) <= 9 else len(devices)  # past any GPU
             if i < len(devices):
                 match = devices[i]
             else:
