@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -267,3 +270,26 @@ def test_reads_only_what_it_should() -> None:
                                          "include/rocm_version.h")]
     host = SnapshotHost(data, strict=True, absent=absent)
     assert check(host).summary == "ROCm 6.3.4 at /opt/rocm-6.3.4"
+
+
+@pytest.mark.parametrize("value", ["", " ", "\t", "/", "//", " / ", "opt/rocm"])
+def test_a_blank_or_root_rocm_path_does_not_make_a_rocm_machine(
+        tmp_path: Path, value: str) -> None:
+    """Through `rocmdoctor check --from`: a machine with no GPU and no ROCm, where a job
+    script left ROCM_PATH empty (or /, or relative), is a CPU machine with nothing failed."""
+    from typer.testing import CliRunner
+
+    from rocmdoctor.cli.app import app
+    from rocmdoctor.host.snapshot import save_snapshot
+
+    snap = make_snapshot(env={"ROCM_PATH": value, "PATH": "/usr/bin:/bin"},
+                         files={"/etc/os-release": 'NAME="Ubuntu"\nVERSION_ID="24.04"\nID=ubuntu\n',
+                                "/proc/cmdline": "BOOT_IMAGE=/vmlinuz ro quiet\n"},
+                         paths={"/usr/bin": {"type": "dir", "mode": "0755"}})
+    path = tmp_path / "snap.json"
+    save_snapshot(snap, str(path))
+    result = CliRunner().invoke(app, ["check", "--json", "--from", str(path)])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["platform"] == "cpu"
+    assert (data["summary"]["fail"], data["summary"]["error"]) == (0, 0)
