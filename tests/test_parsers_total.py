@@ -161,3 +161,14 @@ def test_etc_group_gid_of_thousands_of_digits_is_no_gid() -> None:
 
     groups = parse_etc_group(f"render:x:{BIG}:alice\nvideo:x:44:bob\n")
     assert (groups["render"].gid, groups["video"].gid) == (None, 44)
+
+
+@pytest.mark.parametrize(("text", "series"), [
+    (f"6.{BIG}-generic", None), (f"{BIG}.8.0", None), ("6.8.0-45-generic", (6, 8)),
+    (f"Linux version 6.{BIG} (gcc)", None),
+])
+def test_kernel_release_of_thousands_of_digits_is_no_series(
+        text: str, series: tuple[int, int] | None) -> None:
+    from rocmdoctor.checks.kernel_version import parse_kernel_release
+
+    assert parse_kernel_release(text) == series
