@@ -43,16 +43,20 @@ MAX_SNAPSHOT_BYTES = 256 * 1024 * 1024
 _CHUNK = 1024 * 1024
 
 
-def _read_at_most(stream: Any, limit: int, path: str) -> bytearray:
-    """Up to `limit` bytes of a stream, read in chunks (never more in memory); a
+def _read_at_most(stream: Any, limit: int, path: str) -> bytes:
+    """Up to `limit` bytes of a stream, read in chunks kept apart until the end (so a
+    refused file never holds more than `limit` in memory, with no copy of it); a
     SnapshotError past that."""
-    raw = bytearray()
+    chunks: list[bytes] = []
+    size = 0
     while True:
-        chunk = stream.read(min(_CHUNK, limit + 1 - len(raw)))
+        chunk = stream.read(min(_CHUNK, limit + 1 - size))
         if not chunk:
-            return raw
-        raw += chunk
-        if len(raw) > limit:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > limit:
+            chunks.clear()
             raise SnapshotError(
                 f"{path} is larger than {_size(limit)} once decompressed; "
                 f"a snapshot is a few MiB, so it is refused")
