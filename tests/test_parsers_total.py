@@ -63,9 +63,10 @@ def test_alloc_conf_repair_drops_a_size_no_number_holds(text: str, repaired: str
 
 
 def test_kfd_properties_skip_a_value_past_64_bits() -> None:
-    text = f"simd_count {BIG}\nvendor_id 4098\nunique_id 18446744073709551615\nx ²\n"
+    text = (f"simd_count {BIG}\nvendor_id 4098\nunique_id 18446744073709551615\nx ²\n"
+            f"device_id {'0' * 5000}29857\n")
     assert amd_gpus.parse_kfd_properties(text) == {
-        "vendor_id": 4098, "unique_id": 18446744073709551615}
+        "vendor_id": 4098, "unique_id": 18446744073709551615, "device_id": 29857}
 
 
 def test_kfd_node_folders_that_are_no_number_are_skipped() -> None:
@@ -81,6 +82,9 @@ def test_a_visible_devices_index_of_thousands_of_digits_selects_nothing() -> Non
     sel = amd_gpus.select("HIP_VISIBLE_DEVICES", f"{BIG},1", GPUS)
     assert [g.index for g in sel.chosen] == [1]
     assert sel.problems[0].startswith(f"HIP_VISIBLE_DEVICES entry {BIG} does not exist")
+    # leading zeros count towards int()'s digit limit too (found by the fuzz suite)
+    assert [g.index for g in amd_gpus.select("HIP_VISIBLE_DEVICES", "0" * 5000 + "2",
+                                             GPUS).chosen] == [2]
 
 
 @pytest.mark.parametrize(("row", "memory", "power"), [

@@ -104,7 +104,7 @@ def parse_kfd_properties(text: str) -> dict[str, int]:
         # Python's 4,300-digit limit).
         if (len(parts) == 2 and parts[1].isdigit() and parts[1].isascii()
                 and len(parts[1].lstrip("0")) <= 20):
-            props.setdefault(parts[0], int(parts[1]))
+            props.setdefault(parts[0], int(parts[1].lstrip("0") or "0"))
     return props
 
 
@@ -245,7 +245,8 @@ def select(var: str, value: str, devices: Sequence[GpuAgent],
         entry = raw.strip()
         match: Optional[GpuAgent] = None
         if entry.isdigit() and entry.isascii():
-            i = int(entry) if len(entry.lstrip("0")) <= 9 else len(devices)  # past any GPU
+            digits = entry.lstrip("0") or "0"  # int() counts leading zeros to its limit
+            i = int(digits) if len(digits) <= 9 else len(devices)  # past any GPU
             if i < len(devices):
                 match = devices[i]
             else:
