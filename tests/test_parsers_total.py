@@ -176,3 +176,13 @@ def test_kernel_release_of_thousands_of_digits_is_no_series(
     from rocmdoctor.checks.kernel_version import parse_kernel_release
 
     assert parse_kernel_release(text) == series
+
+
+@pytest.mark.parametrize(("value", "target"), [
+    (f"11.{BIG}.0", None), (f"{'0' * 5000}11.0.0", "gfx1100"), ("11.0.0", "gfx1100"),
+    ("10.3.0", "gfx1030"), ("64.0.0", None),
+])
+def test_gfx_override_of_thousands_of_digits(value: str, target: str | None) -> None:
+    from rocmdoctor.kb.gfx import override_value_target
+
+    assert override_value_target(value) == target
