@@ -14,7 +14,7 @@ CI runs a small count. The full count (docs/testing.md, "Fuzzing"):
 
     ROCMDOCTOR_FUZZ_EXAMPLES=5000 python -m pytest -q -p no:cacheprovider tests/test_fuzz.py
 
-runs that many inputs per parser and 2/5 as many mutated snapshots per seed kind.
+runs that many inputs per parser and 2/5 as many mutated snapshots.
 """
 
 from __future__ import annotations
