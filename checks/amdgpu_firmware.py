@@ -50,7 +50,8 @@ def _amd_smi_cards(host: Host) -> list[CardFirmware]:
         for fw_id, version in gpu.firmware_versions.items():
             name = AMDSMI_NAMES.get(fw_id, fw_id)
             shown[name] = version
-            if version.isdigit():  # CP engines are decimal, the others dotted hex
+            # CP engines are decimal, the others dotted hex
+            if version.isascii() and version.isdigit() and len(version) <= 18:
                 versions[name] = int(version)
         if shown:
             cards.append(CardFirmware(f"amd-smi GPU {gpu.gpu}", gpu.bdf or "", versions, shown))

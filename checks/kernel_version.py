@@ -22,7 +22,8 @@ from rocmdoctor.kb import KB_DATE
 from rocmdoctor.kb import rocm_support as kb
 from rocmdoctor.model import Check, CheckResult, Finding, Fix, Status
 
-_RELEASE = re.compile(r"^(\d+)\.(\d+)")
+# Bounded: a longer number is no kernel series (and int() refuses 4,300+ digits).
+_RELEASE = re.compile(r"^(\d{1,9})\.(\d{1,9})(?!\d)")
 _PROC_VERSION = re.compile(r"Linux version (\S+)")
 
 

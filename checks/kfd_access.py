@@ -46,7 +46,8 @@ def parse_etc_group(text: str) -> dict[str, GroupEntry]:
         parts = line.strip().split(":")
         if len(parts) < 3 or not parts[0] or parts[0].startswith("#"):
             continue
-        gid = int(parts[2]) if parts[2].isascii() and parts[2].isdigit() else None
+        gid = (int(parts[2]) if parts[2].isascii() and parts[2].isdigit() and len(parts[2]) <= 10
+               else None)  # a gid is 32 bits; a longer number is no gid
         members = tuple(m.strip() for m in parts[3].split(",") if m.strip()) if len(
             parts) > 3 else ()
         groups[parts[0]] = GroupEntry(parts[0], gid, members)

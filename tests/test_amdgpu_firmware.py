@@ -152,3 +152,22 @@ def test_amd_smi_firmware_and_the_instinct_bundle_rocm_lists() -> None:
         Finding.info("ROCm 7.11 lists PLDM bundle 01.25.03.12 for the MI300X; amd-smi does not "
                      "report the bundle version, so compare it with your server vendor's "
                      f"firmware ({kb.ROCM_711_FIRMWARE})")))
+
+
+def test_amd_smi_firmware_versions_no_int_can_hold_are_shown_not_compared() -> None:
+    """A CP version of thousands of digits, or a superscript digit that str.isdigit() takes
+    but int() refuses, is shown as amd-smi printed it and never compared (it crashed the
+    check before)."""
+    import json
+
+    big = "9" * 4301
+    firmware = [{"gpu": 0, "fw_list": [{"fw_id": "CP_MEC1", "fw_version": big},
+                                       {"fw_id": "CP_MEC2", "fw_version": "²"}]}]
+    static = {"gpu_data": [{"gpu": 0, "asic": {"market_name": "AMD Radeon RX 7900 XTX"},
+                            "bus": {"bdf": "0000:03:00.0"}}]}
+    h = host(commands={"dmesg": "[    1.0] Linux version 6.8.0\n",
+                       "amd-smi firmware --json": json.dumps(firmware),
+                       "amd-smi static --json": json.dumps(static)})
+    result = run(h)
+    assert result.status is Status.PASS, result.summary
+    assert result.findings[0] == Finding.info(f"0000:03:00.0: MEC {big}")

@@ -245,3 +245,25 @@ def test_the_account_behind_sudo_is_redacted_too(tmp_path: Path) -> None:
                            stdin=subprocess.DEVNULL)
         assert r.returncode == 0, r.stderr
         assert "kowalski" not in r.stdout and "<redacted>'s access is not tested" in r.stdout
+
+
+@pytest.mark.parametrize("fmt", ["markdown", "text", "json"])
+def test_report_from_the_command_line_hides_the_user_and_host_names(
+        tmp_path: Path, fmt: str) -> None:
+    """Through the real entry point: `report --from` sets up its own redactor from the
+    snapshot's user and host name (a snapshot taken with --no-redact keeps both)."""
+    from typer.testing import CliRunner
+
+    from rocmdoctor.cli.app import app
+    from rocmdoctor.host.snapshot import save_snapshot
+
+    path = tmp_path / "snap.json"
+    save_snapshot(planted(), str(path))
+    result = CliRunner().invoke(app, ["report", "--from", str(path), "--format", fmt])
+    assert result.exit_code == 0, result.output
+    for leak in ("kowalski", "lab-node-17", SECRET):
+        assert leak not in result.stdout, leak
+    assert "~/miopen on <redacted>" in result.stdout
+    kept = CliRunner().invoke(app, ["report", "--from", str(path), "--format", fmt,
+                                    "--no-redact"])
+    assert "/home/kowalski/miopen on lab-node-17" in kept.stdout

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -445,3 +448,26 @@ def test_real_debian_distro_rocm_root_is_usr() -> None:
     result = check(SnapshotHost(data))
     assert (result.summary, result.findings[0]) == (
         "ROCm 5.2.3 at /usr", root("/usr", "5.2.3", "--rocm-root", "distribution packages"))
+
+
+@pytest.mark.parametrize("value", ["", " ", "\t", "/", "//", " / ", "opt/rocm"])
+def test_a_blank_or_root_rocm_path_does_not_make_a_rocm_machine(
+        tmp_path: Path, value: str) -> None:
+    """Through `rocmdoctor check --from`: a machine with no GPU and no ROCm, where a job
+    script left ROCM_PATH empty (or /, or relative), is a CPU machine with nothing failed."""
+    from typer.testing import CliRunner
+
+    from rocmdoctor.cli.app import app
+    from rocmdoctor.host.snapshot import save_snapshot
+
+    snap = make_snapshot(env={"ROCM_PATH": value, "PATH": "/usr/bin:/bin"},
+                         files={"/etc/os-release": 'NAME="Ubuntu"\nVERSION_ID="24.04"\nID=ubuntu\n',
+                                "/proc/cmdline": "BOOT_IMAGE=/vmlinuz ro quiet\n"},
+                         paths={"/usr/bin": {"type": "dir", "mode": "0755"}})
+    path = tmp_path / "snap.json"
+    save_snapshot(snap, str(path))
+    result = CliRunner().invoke(app, ["check", "--json", "--from", str(path)])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["platform"] == "cpu"
+    assert (data["summary"]["fail"], data["summary"]["error"]) == (0, 0)

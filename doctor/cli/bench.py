@@ -161,9 +161,12 @@ def _max_batch(spec: BenchSpec, timeout: float, python: Optional[str]) -> int:
 
 
 def _write_json(result: dict[str, Any], path: str) -> None:
+    from rocmdoctor.host.live import account_redactor
+    from rocmdoctor.redact import redact_tree
+
     try:
         with open(path, "w", encoding="utf-8") as fh:
-            json.dump(result, fh, indent=2, sort_keys=True)
+            json.dump(redact_tree(result, account_redactor()), fh, indent=2, sort_keys=True)
             fh.write("\n")
     except OSError as exc:
         raise _fail(f"cannot write {path}: {exc.strerror or exc}") from None

@@ -279,16 +279,10 @@ def report(
     with _progress(host):
         result = _run_report(host, _select([], [], collectives), timeout)
         facts = report_facts(host, result.platform, result.tool_version)
-    user = host.user.name
-    homes = tuple(h for h in (host.env.get("HOME"), f"/home/{user}") if h)
-    hostname = host.platform.hostname
-    # Under sudo the account that trains is SUDO_USER, and findings name it.
-    sudo_user = (host.env.get("SUDO_USER") or "").strip()
-    redactor = Redactor(
-        user_names=(user, sudo_user) if sudo_user else (user,), host_names=(hostname,),
-        home_dirs=(*homes, f"/home/{sudo_user}") if sudo_user else homes,
-        enabled=not no_redact,
-    )
+    # Under sudo the account that trains is SUDO_USER, and findings name it: for_account
+    # hides it too.
+    redactor = Redactor.for_account(host.user.name, host.platform.hostname, host.env,
+                                    enabled=not no_redact)
     if snapshot_out is not None:
         from rocmdoctor.host.live import LiveHost
         from rocmdoctor.host.snapshot import build_snapshot, save_snapshot

@@ -31,7 +31,7 @@ from rocmdoctor.kb.errors import (
 )
 from rocmdoctor.kb.kernel_log import KERNEL_MESSAGES
 from rocmdoctor.model import Fix
-from rocmdoctor.redact import SECRET_NAME, Redactor
+from rocmdoctor.redact import Redactor, is_secret_name
 
 if TYPE_CHECKING:
     from rocmdoctor.host import Host
@@ -210,7 +210,6 @@ def _clip(line: str) -> str:
 
 _REDACTOR = Redactor(homes=False)
 REDACTED = "<redacted>"
-_URL_CREDENTIALS = re.compile(r"\b([a-z][a-z0-9+.-]*://)[^\s/@:]+:[^\s/@]+@", re.IGNORECASE)
 _ASSIGNMENT = re.compile(r"\b([A-Za-z_][\w.-]*)(\s*[=:]\s*)([\"']?)([^\s\"',;]+)")
 _FLAG = re.compile(r"(?<![\w-])(--?[A-Za-z][\w-]*)([= ])([\"']?)([^\s\"',;]+)")
 _BEARER = re.compile(r"\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{8,}", re.IGNORECASE)
@@ -218,15 +217,14 @@ _BEARER = re.compile(r"\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{8,}", re.IGNORECASE
 
 def redact(text: str) -> str:
     """`text` with token-shaped strings, credentials in URLs and the values of secret-named
-    settings (TOKEN=, --password ...) replaced; rocmdoctor.redact covers the token shapes,
-    the URL and name=value forms are done here."""
+    settings (TOKEN=, --password ...) replaced; rocmdoctor.redact covers the token shapes
+    and URL credentials, the Bearer and name=value forms are done here."""
     text = _REDACTOR(text)
-    text = _URL_CREDENTIALS.sub(lambda m: f"{m.group(1)}{REDACTED}@", text)
     text = _BEARER.sub(lambda m: f"{m.group(1)} {REDACTED}", text)
 
     def value(m: re.Match[str]) -> str:
         name, sep, quote, val = m.groups()
-        if not SECRET_NAME.search(name) or val == REDACTED or val.startswith("-"):
+        if not is_secret_name(name) or val == REDACTED or val.startswith("-"):
             return m.group(0)
         return f"{name}{sep}{quote}{REDACTED}"
 

@@ -11,6 +11,7 @@ for a CPU build (unknown keys are skipped). Nothing raises: an invalid value com
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from fractions import Fraction
@@ -87,7 +88,10 @@ def _strtoull(token: str, name: str, bits: int = 64) -> int:
     m = _INT.match(token)
     if m is None:
         raise _Raise("ValueError", name)
-    magnitude = int(m.group(2))
+    digits = m.group(2).lstrip("0") or "0"
+    if len(digits) > 20:  # past any 64-bit value (and past Python's int() digit limit)
+        raise _Raise("IndexError", name)
+    magnitude = int(digits)
     if bits == 64:
         if magnitude >= _U64:
             raise _Raise("IndexError", name)
@@ -131,7 +135,10 @@ def _strtod(token: str) -> float:
         if mantissa.strip("0.xX"):  # a non-zero number that underflowed to 0
             raise _Raise("IndexError", "stod")
     elif abs(value) < _DBL_MIN:  # subnormal: glibc sets ERANGE when it is inexact
-        exact = _hex_exact(body) if low.startswith("0x") else Fraction(body)
+        try:
+            exact = _hex_exact(body) if low.startswith("0x") else Fraction(body)
+        except ValueError:  # thousands of digits: no double holds that exactly
+            raise _Raise("IndexError", "stod") from None
         if Fraction(value) != exact:
             raise _Raise("IndexError", "stod")
     return -value if sign == "-" else value
@@ -376,13 +383,15 @@ def _fix_value(name: str, value: str, min_split_mb: int) -> Optional[str]:
     if kind == "bool":
         return "True" if low in _TRUE else "False" if low in _FALSE else None
     number = re.fullmatch(r"[+-]?[0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?", low)
-    if kind == "split_mb" and number:
-        return str(max(int(float(low)), min_split_mb))
-    if kind == "fraction_open" and number:
-        val = float(low)  # 80 probably meant 80 %
+    val = float(low) if number else math.nan  # 1e999 and 400-digit numbers are inf
+    if not math.isfinite(val):
+        return None
+    if kind == "split_mb":
+        return str(max(int(val), min_split_mb))
+    if kind == "fraction_open":  # 80 probably meant 80 %
         return f"{val / 100:g}" if 1 < val < 100 and val.is_integer() else None
-    if kind == "divisions" and number and float(low) >= 1:
-        return str(1 << (int(float(low)).bit_length() - 1))
+    if kind == "divisions" and val >= 1:
+        return str(1 << (int(val).bit_length() - 1))
     return None
 
 

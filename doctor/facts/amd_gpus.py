@@ -96,8 +96,11 @@ def parse_kfd_properties(text: str) -> dict[str, int]:
     props: dict[str, int] = {}
     for line in text.splitlines():
         parts = line.split()
-        if len(parts) == 2 and parts[1].isdigit() and parts[1].isascii():
-            props.setdefault(parts[0], int(parts[1]))
+        # A property is a 64-bit unsigned number: at most 20 digits (so int() never meets
+        # Python's 4,300-digit limit).
+        if (len(parts) == 2 and parts[1].isdigit() and parts[1].isascii()
+                and len(parts[1].lstrip("0")) <= 20):
+            props.setdefault(parts[0], int(parts[1].lstrip("0") or "0"))
     return props
 
 
@@ -105,7 +108,8 @@ def kfd_gpus(host: Host) -> tuple[GpuAgent, ...]:
     """GPU nodes of the KFD topology, in node order (the order ROCr enumerates them)."""
 
     def compute() -> tuple[GpuAgent, ...]:
-        entries = [e for e in host.listdir(KFD_NODES) or [] if e.isdigit()]
+        entries = [e for e in host.listdir(KFD_NODES) or []
+                   if e.isascii() and e.isdigit() and len(e) <= 9]
         gpus: list[GpuAgent] = []
         for node in sorted(entries, key=int):
             props = parse_kfd_properties(host.read_file(f"{KFD_NODES}/{node}/properties") or "")
@@ -237,7 +241,8 @@ def select(var: str, value: str, devices: Sequence[GpuAgent],
         entry = raw.strip()
         match: Optional[GpuAgent] = None
         if entry.isdigit() and entry.isascii():
-            i = int(entry)
+            digits = entry.lstrip("0") or "0"  # int() counts leading zeros to its limit
+            i = int(digits) if len(digits) <= 9 else len(devices)  # past any GPU
             if i < len(devices):
                 match = devices[i]
             else:

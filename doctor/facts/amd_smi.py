@@ -40,7 +40,8 @@ def number(value: Any) -> Optional[int]:
         return None
     if isinstance(value, int):
         return value
-    if isinstance(value, str) and value.strip().isdigit() and len(value.strip()) < 19:
+    if (isinstance(value, str) and value.strip().isascii() and value.strip().isdigit()
+            and len(value.strip()) < 19):
         return int(value.strip())
     return None
 
@@ -57,7 +58,7 @@ def parse_amd_smi_json(out: str) -> tuple[list[Mapping[str, Any]], Optional[str]
         return [], "printed no JSON"
     try:
         data = json.loads(out[min(starts):])
-    except (json.JSONDecodeError, RecursionError):
+    except (ValueError, RecursionError):  # JSONDecodeError, or a number of 4,300+ digits
         return [], "printed JSON that does not parse (cut off?)"
     if isinstance(data, Mapping):
         data = data.get("gpu_data", [data] if "gpu" in data else [])

@@ -11,6 +11,7 @@ repeated without it.
 from __future__ import annotations
 
 import csv
+import math
 from dataclasses import dataclass
 from typing import Optional
 
@@ -80,9 +81,10 @@ def _number(raw: Optional[str]) -> Optional[float]:
         return None
     text = raw.split()[0] if raw.split() else ""  # tolerate " W" / " MiB" without nounits
     try:
-        return float(text)
+        value = float(text)
     except ValueError:
         return None
+    return value if math.isfinite(value) else None  # 1e309 is inf, "nan" parses too
 
 
 def _persistence(raw: Optional[str]) -> Optional[bool]:
@@ -106,7 +108,8 @@ def parse_query_gpu(text: str, fields: tuple[str, ...] = QUERY_FIELDS) -> list[N
         values = {name: _value(raw) for name, raw in zip(fields, row)}
         index_text = values.get("index")
         name = values.get("name")
-        if index_text is None or not (index_text.isascii() and index_text.isdigit()) or not name:
+        if (index_text is None or not (index_text.isascii() and index_text.isdigit())
+                or len(index_text) > 9 or not name):
             continue
         memory = _number(values.get("memory.total"))
         gpus.append(NvidiaGpu(

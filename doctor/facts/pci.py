@@ -185,7 +185,8 @@ def kfd_gpu_nodes(host: Host) -> tuple[KfdNode, ...]:
 
     def compute() -> tuple[KfdNode, ...]:
         nodes = []
-        for entry in sorted((e for e in host.listdir(KFD_NODES) or [] if e.isdigit()), key=int):
+        for entry in sorted((e for e in host.listdir(KFD_NODES) or []
+                             if e.isascii() and e.isdigit() and len(e) <= 9), key=int):
             props = parse_kfd_properties(host.read_file(f"{KFD_NODES}/{entry}/properties") or "")
             if props.get("simd_count", 0) == 0:
                 continue

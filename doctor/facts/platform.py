@@ -29,9 +29,14 @@ def rocm_roots(host: Host) -> list[str]:
 
     def compute() -> list[str]:
         roots = set(host.glob("/opt/rocm")) | set(host.glob("/opt/rocm-*"))
-        env_root = host.env.get("ROCM_PATH") or host.env.get("ROCM_HOME")
-        if env_root and host.exists(env_root):
-            roots.add(env_root.rstrip("/"))
+        for var in ("ROCM_PATH", "ROCM_HOME"):
+            # Only an absolute folder below / counts: an empty or blank value (ROCM_PATH=
+            # in a job script), a relative one or / itself names no install.
+            env_root = (host.env.get(var) or "").strip().rstrip("/")
+            if env_root.startswith("/"):
+                if host.exists(env_root):
+                    roots.add(env_root)
+                break
         return sorted(roots)
 
     return host.memo("facts:rocm_roots", compute)

@@ -38,8 +38,9 @@ OPT_ROCM = "/opt/rocm"
 ALTERNATIVES_ROCM = "/etc/alternatives/rocm"
 
 _VERSION_LINE = re.compile(
-    r"^(\d+)\.(\d+)(?:\.(\d+))?(?:\.\d+)?(?:-([0-9A-Za-z][0-9A-Za-z._~+]*))?$")
-_HEADER_DEFINE = re.compile(r"^\s*#\s*define\s+ROCM_VERSION_(MAJOR|MINOR|PATCH)\s+(\d+)\b",
+    r"^(\d{1,9})\.(\d{1,9})(?:\.(\d{1,9}))?(?:\.\d+)?(?:-([0-9A-Za-z][0-9A-Za-z._~+]*))?$")
+# Numbers are bounded ({1,9}): a longer one is no version, and int() refuses 4,300+ digits.
+_HEADER_DEFINE = re.compile(r"^\s*#\s*define\s+ROCM_VERSION_(MAJOR|MINOR|PATCH)\s+(\d{1,9})\b",
                             re.MULTILINE)
 _HEADER_BUILD = re.compile(r'^\s*#\s*define\s+ROCM_BUILD_INFO\s+"[^"-]*-(\d+)\b', re.MULTILINE)
 _DIR_VERSION = re.compile(r"^(?:rocm|core)-(\d+\.\d+(?:\.\d+)?)$")

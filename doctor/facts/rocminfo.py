@@ -23,8 +23,10 @@ PROMPT = re.compile(r"^\s{0,8}(?:\([^)\n]{0,40}\)\s?)?"
 ROCMINFO_CMD = re.compile(r"^(?:sudo\s+(?:-\S+\s+)*)?(?:\S*/)?rocminfo(?:\s|\||$)")
 KEY_VALUE = re.compile(
     r"^(?P<indent>\s*)(?P<key>[A-Za-z][A-Za-z0-9 .()/_-]*?)\s*:+\s*(?P<value>.*)$")
-AGENT_HEADER = re.compile(r"^\s*Agent\s+(\d+)\s*$")
-LEADING_INT = re.compile(r"^\s*(\d+)")
+# Numbers are bounded: a longer run is no agent number or count (and int() refuses 4,300+
+# digits).
+AGENT_HEADER = re.compile(r"^\s*Agent\s+(\d{1,9})\s*$")
+LEADING_INT = re.compile(r"^\s*(\d{1,20})(?!\d)")
 ISA_PREFIX = "amdgcn-amd-amdhsa--"
 
 

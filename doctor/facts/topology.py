@@ -35,13 +35,15 @@ ROCM_SMI_TOPO_ARGV: tuple[str, ...] = ("rocm-smi", "--showtopo")
 
 # Pastes carry colour codes (ESC [ ... m) and CR line ends; both go before parsing.
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
-_GPU = re.compile(r"GPU([0-9]+)")
-_NV = re.compile(r"NV([0-9]+)")
+# Numbers are bounded: a longer one names no GPU or link (and int() refuses 4,300+ digits).
+_GPU = re.compile(r"GPU([0-9]{1,6})")
+_NV = re.compile(r"NV([0-9]{1,6})")
 _NVIDIA_PCIE = frozenset({"PIX", "PXB", "PHB", "NODE", "SYS", "SOC"})
 # amd-smi prints amdsmi_link_type_t names; INTERNAL is "within chip" (amdsmi.h).
 _AMD_KINDS: Mapping[str, str] = {"XGMI": XGMI, "PCIE": PCIE, "INTERNAL": SAME_BOARD}
 _AMD_SELF = frozenset({"SELF", "X", "0"})
-_ROCM_NUMA = re.compile(r"GPU\[([0-9]+)\]\s*:\s*\(Topology\)\s*Numa Node:\s*(-?[0-9]+)", re.I)
+_ROCM_NUMA = re.compile(
+    r"GPU\[([0-9]{1,6})\]\s*:\s*\(Topology\)\s*Numa Node:\s*(-?[0-9]{1,6})(?![0-9])", re.I)
 _NVIDIA_EXTRAS = ("CPU Affinity", "NUMA Affinity", "GPU NUMA ID")
 
 
@@ -65,7 +67,7 @@ def _lines(text: str) -> list[str]:
 
 def _int(token: str) -> Optional[int]:
     token = token.strip()
-    return int(token) if token.isascii() and token.isdigit() else None
+    return int(token) if token.isascii() and token.isdigit() and len(token) <= 9 else None
 
 
 # --- nvidia-smi topo -m -----------------------------------------------------------------------

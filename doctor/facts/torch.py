@@ -42,7 +42,8 @@ def _int(value: Any) -> Optional[int]:
         return None
     if isinstance(value, int):
         return value
-    if isinstance(value, str) and value.strip().isdigit() and len(value.strip()) < 20:
+    if (isinstance(value, str) and value.strip().isascii() and value.strip().isdigit()
+            and len(value.strip()) < 20):
         return int(value)
     return None
 

@@ -27,6 +27,7 @@ from rocmdoctor.host import (
     command_key,
 )
 from rocmdoctor.host.process import run_command
+from rocmdoctor.redact import Redactor
 
 MAX_FILE_BYTES = 4 * 1024 * 1024
 # `rocmdoctor check --collectives` launches its ranks through this name (checks/collectives.py)
@@ -258,3 +259,11 @@ def _live_user() -> UserInfo:
     for gid in sorted(set(os.getgroups()) | {os.getgid()}):
         groups.append(_group(gid) or str(gid))
     return UserInfo(name=name, uid=uid, groups=tuple(groups))
+
+
+def account_redactor(environ: Optional[Mapping[str, str]] = None) -> Redactor:
+    """The redactor for a file this process writes to be shared (`bench --json`, `tune
+    --output`): this account's user name, $USER/$LOGNAME, the host name and home folder,
+    with every secret shape."""
+    env = os.environ if environ is None else environ
+    return Redactor.for_account(_live_user().name, _platform.node(), env)

@@ -138,7 +138,8 @@ PREVIEW_DRIVERS: tuple[PreviewDrivers, ...] = (
 # preview release stream", ROCm 7.9.0 notes) up to 7.14, where TheRock releases took over.
 PREVIEW_STREAM = ((7, 9), (7, 13))
 
-_NUM = re.compile(r"\d+")
+# A component of at most 18 digits: a longer one is no version (and int() refuses 4,300+).
+_NUM = re.compile(r"\d{1,18}(?!\d)")
 
 
 def version_numbers(text: str) -> tuple[int, ...]:

@@ -283,7 +283,10 @@ def parse_override(value: str) -> Optional[tuple[int, int, int]]:
     m = _OVERRIDE_RE.fullmatch(value)
     if m is None:
         return None
-    major, minor, step = (int(g) for g in m.groups())
+    # Leading zeros read as sscanf's %u reads them; a number of more than 3 digits is over
+    # every limit below (and int() refuses 4,300+ digits, leading zeros included).
+    major, minor, step = (int(d) if len(d) <= 3 else 1000
+                          for d in (g.lstrip("0") or "0" for g in m.groups()))
     if major > 63 or minor > 255 or step > 255:
         return None
     return major, minor, step

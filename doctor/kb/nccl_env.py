@@ -17,6 +17,15 @@ def _truthy(value: str) -> bool:
     return value.strip().lower() not in ("", "0", "false", "no", "off")
 
 
+def _below(value: str, limit: int) -> bool:
+    """A whole decimal number under `limit` (leading zeros allowed, any length)."""
+    digits = value.strip()
+    if not (digits.isascii() and digits.isdigit()):
+        return False
+    digits = digits.lstrip("0") or "0"
+    return len(digits) <= len(str(limit)) and int(digits) < limit
+
+
 @dataclass(frozen=True)
 class NcclVar:
     name: str
@@ -41,7 +50,7 @@ NCCL_VARS: tuple[NcclVar, ...] = (
     NcclVar("NCCL_ALGO", lambda v: bool(v.strip()), "warn",
             "forces the collective algorithm instead of NCCL's choice per message size",
             NCCL_ENV),
-    NcclVar("NCCL_MAX_NCHANNELS", lambda v: v.strip().isdigit() and int(v) < 4, "warn",
+    NcclVar("NCCL_MAX_NCHANNELS", lambda v: _below(v, 4), "warn",
             "caps the channels (parallel rings / trees) NCCL uses, which caps bandwidth",
             NCCL_ENV),
     NcclVar("NCCL_IB_DISABLE", _truthy, "info",

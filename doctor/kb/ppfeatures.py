@@ -105,6 +105,8 @@ def parse_mask(text: str) -> Optional[int]:
         if any(c in "89" for c in value):
             return None
         number = int(value, 8)
+    elif len(value) > 10:  # past any 32-bit value (and past Python's int() digit limit)
+        return None
     else:
         number = int(value, 10)
     return number if number <= FULL_MASK else None

@@ -219,7 +219,8 @@ NO_COLUMN: dict[str, str] = {
     "7.2.4": "no stored 7.2.4 column",
 }
 
-_VERSION = re.compile(r"^(\d+)\.(\d+)(?:\.(\d+))?")
+# Components of at most 9 digits: a longer one is no version (and int() refuses 4,300+).
+_VERSION = re.compile(r"^(\d{1,9})\.(\d{1,9})(?!\d)(?:\.(\d{1,9})(?!\d))?")
 
 
 def version_key(version: str) -> tuple[int, int, int]:

@@ -190,7 +190,8 @@ class IndexTargets:
 
 # --- version helpers -----------------------------------------------------------------------
 
-_NUM = re.compile(r"\d+")
+# A component of at most 18 digits: a longer one is no version (and int() refuses 4,300+).
+_NUM = re.compile(r"\d{1,18}(?!\d)")
 
 
 def version_tuple(text: str) -> tuple[int, ...]:
