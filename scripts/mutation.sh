@@ -25,7 +25,7 @@ PYTEST="$PY -m pytest -x -q -p no:cacheprovider -p no:randomly"
 REG=tests/test_regressions.py
 MODULES=(
   "tuners/confirm.py||tests/test_tune_confirm.py $REG::test_confirmation_goes_on_while_one_of_several_candidates_is_undecided"
-  "tuners/tune.py|292-351|tests/test_tune_budget.py"
+  "tuners/tune.py|295-361|tests/test_tune_budget.py"
   "checks/kfd_access.py||tests/test_kfd_access.py $REG::test_kfd_readable_but_not_writable_fails $REG::test_group_membership_by_numeric_gid_counts"
   "checks/torch_rocm_match.py||tests/test_torch_checks.py tests/test_torch_driver.py tests/test_loaded_rocm.py"
   "checks/rocm_permissions.py||tests/test_rocm_permissions.py"
