@@ -105,8 +105,10 @@ def test_plain_progress_lines_while_the_probe_hangs(tmp_path: Path) -> None:
     hang = script(tmp_path / "python", "exec sleep 300\n")
     r = rocmdoctor("check", "--python", hang, "--timeout", "9", "--only", "torch-install")
     lines = [ln for ln in r.stderr.splitlines() if ln.startswith("rocmdoctor: waiting for")]
-    assert lines and lines[0] == ("rocmdoctor: waiting for the Python probe (importing torch) "
-                                  "(2 s)"), r.stderr
+    # the first after 2 s of silence (3 s when a loaded machine wakes the poll late)
+    first = re.fullmatch(r"rocmdoctor: waiting for the Python probe \(importing torch\) "
+                         r"\(([23]) s\)", lines[0]) if lines else None
+    assert first, r.stderr
     # No more than one line every five seconds: at 2 s and 7 s in a 9 s wait.
     assert 1 <= len(lines) <= 2, lines
 
@@ -175,7 +177,8 @@ def test_live_progress_line_on_a_terminal_is_cleared_at_the_end(tmp_path: Path) 
         ["check", "--python", hang, "--timeout", "4", "--only", "torch-install"],
         {"NO_COLOR": "1", "COLUMNS": "100"})
     assert code == 1
-    assert "\r\x1b[Kwaiting for the Python probe (importing torch) (2 s)" in text
+    assert re.search(r"\r\x1b\[Kwaiting for the Python probe \(importing torch\) \([23] s\)",
+                     text), repr(text[:300])
     assert "rocmdoctor: waiting" not in text  # the plain lines are for logs
     before_report = text.split("rocmdoctor 0.1.0")[0]
     assert before_report.endswith("\r\x1b[K"), repr(before_report[-80:])
