@@ -40,8 +40,9 @@ ROCM_INSTALL = ("https://rocm.docs.amd.com/projects/install-on-linux/en/latest/i
                 "quick-start.html")
 
 _CPU_WHEEL_FIX = ("Install the torch build for your GPU into the environment that runs the "
-                  "program (a CUDA build for NVIDIA from PyTorch's cuXXX index, a ROCm build "
-                  "for AMD), then check the version line: +cpu, or no CUDA/HIP version, is a "
+                  "program (for NVIDIA a CUDA build, for AMD a ROCm build, each from the "
+                  "index https://pytorch.org/get-started/locally/ names for it), then "
+                  "check the version line: +cpu, or no CUDA/HIP version, is a "
                   "CPU-only build. Without a GPU (or on a Mac) run on the CPU: device='cpu'.")
 
 TORCH_MESSAGES: tuple[KnownMessage, ...] = (
