@@ -240,7 +240,8 @@ def machine() -> Iterator[Machine]:
         ("tune --output", ("tune", "--model", "tinycnn", "--batch-size", "2", "--steps", "3",
                            "--warmup", "1", "--image-size", "32", "--device", "cpu",
                            "--budget", "30s", "--max-trials", "1", "--keep-batch-size",
-                           "--output", str(out / "tune.json"))),
+                           "--output", str(out / "tune.json"), "--export",
+                           str(out / "best.env"), "--html", str(out / "tune.html"))),
     ]
     with ThreadPoolExecutor(max_workers=2) as pool:  # each waits on its child: two at once
         list(pool.map(lambda job: m.run(job[0], *job[1]), first))
@@ -256,7 +257,7 @@ FILES = {
     "report --snapshot": ["report-snap.json", "report.md"],
     "report --format json": ["report.json"],
     "bench --json": ["bench.json"],
-    "tune --output": ["tune.json"],
+    "tune --output": ["tune.json", "best.env", "tune.html"],
 }
 COMMANDS = ("check", "check --json", "snapshot", "report --snapshot", "report (markdown)",
             "report --format text", "report --format json", "report --from", "explain",

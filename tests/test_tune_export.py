@@ -257,3 +257,79 @@ def test_html_page_is_self_contained_and_escaped() -> None:
     assert ("<li>* tunableop = off: one trial against one; the confirmed best uses on "
             "instead</li>") in page
     assert "<li><b>alloc</b>: needs torch &gt;= 2.12 (this is 2.9.1+rocm6.4)</li>" in page
+
+
+H200_TUNE = os.path.join(os.path.dirname(__file__), "..", "docs", "data",
+                         "tune-resnet50-h200-plain-15m.json")
+
+
+def test_a_home_path_is_exported_from_home_and_still_names_that_folder(
+        tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The `--output` of `rocmdoctor tune --model resnet50` on an H200 (docs/benchmarks.md),
+    as written: redacted, its compile caches under `~`. The export file and the summary
+    write them from "$HOME": nothing personal in them, and sourced they name the folders
+    in the home of whoever sources them."""
+    import json
+
+    with open(H200_TUNE, encoding="utf-8") as fh:
+        r = json.load(fh)
+    monkeypatch.setenv("HOME", "/home/alice")
+    caches = ".cache/rocmdoctor/tune/resnet50-7c38e710f2/trials/10"
+    text = env_file_text(r)
+    exports = [line for line in text.splitlines() if line.startswith("export ")]
+    assert exports == [
+        "export PYTORCH_ALLOC_CONF=expandable_segments:True",
+        f'export TORCHINDUCTOR_CACHE_DIR="$HOME"/{caches}/inductor',
+        f'export TRITON_CACHE_DIR="$HOME"/{caches}/triton']
+    assert "  " + exports[1] in render_summary(r, []).splitlines()
+    # the same lines for the path as this account's $HOME spells it, before redaction
+    r["apply"]["env"] = {"TRITON_CACHE_DIR": f"/home/alice/{caches}/triton",
+                         "OTHER_HOME": "/home/alice2/x", "HOME_ITSELF": "/home/alice"}
+    assert [line for line in env_file_text(r).splitlines() if line.startswith("export ")] == [
+        'export HOME_ITSELF="$HOME"', "export OTHER_HOME=/home/alice2/x",
+        f'export TRITON_CACHE_DIR="$HOME"/{caches}/triton']
+    path = tmp_path / "best.env"
+    path.write_text(text, encoding="utf-8")
+    done = subprocess.run(["bash", "-c", f"set -e; source '{path}'; env -0"], text=True,
+                          capture_output=True, timeout=30,
+                          env={"PATH": os.environ["PATH"], "HOME": str(tmp_path / "bob")})
+    assert done.returncode == 0, done.stderr
+    seen = dict(item.split("=", 1) for item in done.stdout.split("\0") if "=" in item)
+    assert seen["TORCHINDUCTOR_CACHE_DIR"] == f"{tmp_path}/bob/{caches}/inductor"
+    assert seen["TRITON_CACHE_DIR"] == f"{tmp_path}/bob/{caches}/triton"
+
+
+def test_the_tune_command_prints_and_writes_nothing_personal(
+        tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The H200 result above as the tune returns it on the user's machine (the caches in
+    their home, a trial's message naming their home and a token): the summary, --output,
+    --export and --html hide the home, the user name and the token; the export still works."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from rocmdoctor.cli.app import app
+    from rocmdoctor.tuners import tune as tune_module
+
+    home, user, token = "/home/zelda-q", "zelda-q", "hf_" + "Q" * 34
+    with open(H200_TUNE, encoding="utf-8") as fh:
+        raw = fh.read().replace('"~/', f'"{home}/')
+    result = json.loads(raw)
+    result["trials"][4]["message"] = f"pruned at {home}/train.py with HF_TOKEN={token}"
+    monkeypatch.setenv("HOME", home)
+    monkeypatch.setenv("USER", user)
+    monkeypatch.setattr(tune_module, "run_tune", lambda *args, **kwargs: result)
+    out = {name: tmp_path / name for name in ("r.json", "best.env", "r.html")}
+    done = CliRunner().invoke(app, ["tune", "--model", "resnet50", "--output", str(out["r.json"]),
+                                    "--export", str(out["best.env"]),
+                                    "--html", str(out["r.html"])])
+    assert done.exit_code == 0, done.output
+    texts = {"stdout": done.stdout, **{n: p.read_text(encoding="utf-8") for n, p in out.items()}}
+    for where, text in texts.items():
+        for planted in (home, user, token):
+            assert planted not in text, f"{planted} in {where}"
+    caches = ".cache/rocmdoctor/tune/resnet50-7c38e710f2/trials/10"
+    line = f'export TORCHINDUCTOR_CACHE_DIR="$HOME"/{caches}/inductor'
+    assert line in texts["best.env"].splitlines() and "  " + line in done.stdout.splitlines()
+    assert "pruned at ~/train.py with HF_TOKEN=&lt;redacted&gt;" in texts["r.html"]
+    assert json.loads(texts["r.json"])["apply"]["env"]["TRITON_CACHE_DIR"] == f"~/{caches}/triton"

@@ -8,12 +8,28 @@ Check an export by hand: `bash -c 'set -e; source best.env; env | grep -E "MIOPE
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def export_line(name: str, value: object) -> str:
+    """`export NAME=value`, quoted for the shell; a path in the home folder (as this account's
+    $HOME or, redacted, as `~`) is written from "$HOME", so the line is safe to publish and
+    still names the same folder when it runs."""
+    if not _NAME.match(name):
+        raise ValueError(f"not an environment variable name: {name!r}")
+    text = str(value)
+    home = os.environ.get("HOME", "").rstrip("/")
+    for prefix in ((home,) if len(home) > 1 else ()) + ("~",):
+        if text == prefix or text.startswith(prefix + "/"):
+            rest = text[len(prefix):]
+            return f'export {name}="$HOME"{shlex.quote(rest) if rest else ""}'
+    return f"export {name}={shlex.quote(text)}"
 def env_file_text(result: Mapping[str, Any]) -> str:
     """A file `source` applies: export lines, with code-level settings as comments."""
     w = result["workload"]
@@ -29,10 +45,7 @@ def env_file_text(result: Mapping[str, Any]) -> str:
     lines = [head, f"# Trial {best['trial']}: {_pct(best['speedup'])} throughput over your "
              f"settings (95 % interval {_pct(best['low'])} to {_pct(best['high'])}).",
              "# Apply: source this file, then start training from the same shell.", ""]
-    for name, value in sorted(apply["env"].items()):
-        if not _NAME.match(name):
-            raise ValueError(f"not an environment variable name: {name!r}")
-        lines.append(f"export {name}={shlex.quote(str(value))}")
+    lines += [export_line(name, value) for name, value in sorted(apply["env"].items())]
     if apply["python"]:
         lines += ["", "# Code-level settings: an environment file cannot set these; put them "
                       "in your training script:"]
@@ -179,7 +192,7 @@ def render_summary(result: Mapping[str, Any], outputs: Sequence[str] = ()) -> st
     apply = result.get("apply")
     if apply:
         out += ["", "apply:"]
-        out += [f"  export {k}={shlex.quote(str(v))}" for k, v in sorted(apply["env"].items())]
+        out += [f"  {export_line(k, v)}" for k, v in sorted(apply["env"].items())]
         out += [f"  {line}" for line in apply["python"]]
         out += [f"  note: {n}" for n in apply["notes"]]
     if result["space"]["skipped"]:

@@ -261,18 +261,25 @@ def tune_command(
         typer.echo(f"rocmdoctor tune: {how}; finished trials are saved in the study, run the "
                    "same command to continue", err=True)
         raise typer.Exit(128 + int(signum)) from None
+    from rocmdoctor.host.live import account_redactor
+    from rocmdoctor.redact import redact_tree
+
+    # What is printed or written is safe to publish: this account's names, home paths and
+    # secrets hidden (a path in the home folder is exported from "$HOME", so it still works).
+    redactor = account_redactor()
+    shown = redact_tree(result, redactor)
     written: list[str] = []
     failed: list[str] = []
     for path, render in ((output, json_text), (export, env_file_text), (html, _html)):
         if not path:
             continue
-        problem = _write(path, render(result))
+        problem = _write(path, render(shown))
         (failed if problem else written).append(problem or path)
     # the verdict is shown even when a file could not be written (the study keeps it too)
-    sys.stdout.write(render_summary(result, written))
+    sys.stdout.write(render_summary(shown, [redactor(p) for p in written]))
     for problem in failed:
-        typer.echo(f"rocmdoctor: error: {problem}; the results are in the study "
-                   f"({result['study']['storage']}): the same command shows them again",
+        typer.echo(f"rocmdoctor: error: {redactor(problem)}; the results are in the study "
+                   f"({shown['study']['storage']}): the same command shows them again",
                    err=True)
     if failed:
         raise typer.Exit(1)
