@@ -245,3 +245,55 @@ def test_a_candidate_that_never_finishes_a_round_gets_no_verdict() -> None:
             verdict["winner"], verdict["why"]) == (None, None, None, 0, False,
                                                    "no round measured both")
     assert out["rounds"] == 2
+
+
+def _h200(name: str) -> dict[str, Any]:
+    """A plain `rocmdoctor tune --model <name>` on an H200, its --output as written
+    (docs/benchmarks.md, "The plain command, default budget")."""
+    import json
+    import os
+
+    path = os.path.join(os.path.dirname(__file__), "..", "docs", "data",
+                        f"tune-{name}-h200-plain-15m.json")
+    with open(path, encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def test_a_change_that_buys_nothing_measurable_is_not_picked() -> None:
+    """ResNet-50 on the H200: trial 10 is trial 2 plus expandable_segments, 0.05 % faster
+    over the two interleaved rounds (the interval -0.3 % to +0.3 %): trial 2 is the pick,
+    one change fewer, and the note says what it was preferred to and why."""
+    conf = _h200("resnet50")["confirmation"]
+    winners = [c for c in conf["candidates"] if c["winner"]]
+    assert [(c["trial"], len(c["changes"])) for c in winners] == [(2, 6), (10, 7), (3, 5)]
+    best, over = cf.pick_best(winners, conf["runs"], conf["noise_cv"])
+    assert best is not None and best["trial"] == 2
+    assert over == {"trial": 10, "ratio": pytest.approx(1.000455, abs=1e-6),
+                    "low": pytest.approx(0.997425, abs=1e-6),
+                    "high": pytest.approx(1.003495, abs=1e-6),
+                    "why": "the 95 % interval -0.3% to +0.3% includes no gain",
+                    "changes": 6, "its_changes": 7}
+    # the same runs, trial 10 3 % faster in each round: then its extra change is worth it
+    faster = [{**r, "throughput": r["throughput"] * 1.03} if r["trial"] == 10 else r
+              for r in conf["runs"]]
+    assert cf.pick_best(winners, faster, conf["noise_cv"]) == (winners[1], None)
+    # fp32's best (trial 3, five changes) is 2 x slower: never "as fast"
+    assert cf.pick_best([winners[0], winners[2]], conf["runs"], conf["noise_cv"]) == (
+        winners[0], None)
+    assert cf.pick_best([], conf["runs"], conf["noise_cv"]) == (None, None)
+
+
+def test_the_best_at_your_batch_size_is_confirmed_too() -> None:
+    """ViT-B/16 on the H200: trial 7 (bf16, compile, fused SGD at your batch of 64) finished
+    at 3,022.7 images/s but was not re-measured, so the result could not name the best that
+    keeps your batch size. It is a candidate now, beside the two fastest."""
+    tune = _h200("vit_b_16")
+    ok = [t for t in tune["trials"] if t["state"] == "ok"]
+    assert [(t["number"], t["params"]["batch_size"], round(t["throughput"], 1)) for t in ok] == [
+        (0, "64", 363.4), (1, "1024", 3536.4), (2, "1024", 3462.1), (7, "64", 3022.7)]
+    picked = cf.pick_candidates(tune["baseline"], ok, 2, "fp32", 64)
+    assert [t["number"] for t in picked] == [1, 2, 7]
+    assert [t["number"] for t in cf.pick_candidates(tune["baseline"], ok, 2, "fp32")] == [1, 2]
+    # one that is among the fastest already is not added twice
+    assert [t["number"] for t in cf.pick_candidates(tune["baseline"], ok, 3, "fp32", 64)] == [
+        1, 2, 7]

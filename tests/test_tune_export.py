@@ -333,3 +333,24 @@ def test_the_tune_command_prints_and_writes_nothing_personal(
     assert line in texts["best.env"].splitlines() and "  " + line in done.stdout.splitlines()
     assert "pruned at ~/train.py with HF_TOKEN=&lt;redacted&gt;" in texts["r.html"]
     assert json.loads(texts["r.json"])["apply"]["env"]["TRITON_CACHE_DIR"] == f"~/{caches}/triton"
+
+
+def test_the_summary_and_the_page_say_why_the_pick_is_not_the_fastest() -> None:
+    import json
+
+    from rocmdoctor.tuners import confirm as cf
+
+    with open(H200_TUNE, encoding="utf-8") as fh:
+        r = json.load(fh)
+    conf = r["confirmation"]
+    best, over = cf.pick_best([c for c in conf["candidates"] if c["winner"]], conf["runs"],
+                              conf["noise_cv"])
+    r["verdict"] = {**r["verdict"], "best_overall": best, "passed_over": over}
+    line = ("  trial 2 rather than trial 10: as fast as far as the confirmation can tell "
+            "(trial 10 against it: the 95 % interval -0.3% to +0.3% includes no gain), with 6 "
+            "changes instead of 7")
+    lines = render_summary(r, []).splitlines()
+    assert lines[lines.index(next(x for x in lines if x.startswith("verdict: "))) + 1] == line
+    assert f"<br>{line.strip()}</div>" in render_html(r)
+    r["verdict"]["passed_over"] = None
+    assert not any("rather than" in x for x in render_summary(r, []).splitlines())

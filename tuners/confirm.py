@@ -191,9 +191,11 @@ def _geomean(values: Sequence[float]) -> float:
 
 
 def pick_candidates(base: Mapping[str, Any], ok_trials: Sequence[Mapping[str, Any]], top: int,
-                    precision: str) -> list[Mapping[str, Any]]:
+                    precision: str, batch_size: Optional[int] = None
+                    ) -> list[Mapping[str, Any]]:
     """The `top` fastest distinct configurations other than the baseline, plus the fastest
-    that keeps the user's precision when those do not include one."""
+    that keeps the user's precision and the fastest that keeps their batch size when those
+    do not include one (the result names the best that changes neither)."""
     ranked: dict[str, Mapping[str, Any]] = {}
     base_key = json.dumps(dict(sorted(base["params"].items())))
     for t in sorted(ok_trials, key=lambda t: -(t.get("throughput") or 0.0)):
@@ -202,10 +204,45 @@ def pick_candidates(base: Mapping[str, Any], ok_trials: Sequence[Mapping[str, An
             ranked.setdefault(key, t)
     order = list(ranked.values())
     picked = order[:top]
-    same = [t for t in order if t.get("precision") == precision]
-    if same and same[0] not in picked:
-        picked.append(same[0])
+    keeps = [lambda t: t.get("precision") == precision]
+    if batch_size is not None:
+        keeps.append(lambda t: str(t["params"].get("batch_size", batch_size)) == str(batch_size))
+    for keep in keeps:
+        same = [t for t in order if keep(t)]
+        if same and same[0] not in picked:
+            picked.append(same[0])
     return picked
+
+
+def pick_best(candidates: Sequence[Mapping[str, Any]], runs: Sequence[Mapping[str, Any]],
+              noise: Optional[float]) -> tuple[Optional[Mapping[str, Any]],
+                                               Optional[dict[str, Any]]]:
+    """The fastest of the confirmed `candidates`; or, where it is not measurably faster than
+    one with fewer changes (the test a candidate passes against your settings, applied
+    between the two over the same interleaved rounds), that simpler one: a change that buys
+    nothing measurable is not worth making. Also the note on the one passed over, or None."""
+    if not candidates:
+        return None, None
+    fastest = max(candidates, key=lambda c: c["speedup"])
+    results = {(r["trial"], r["round"]): r["throughput"] for r in runs}
+    equal = []
+    for c in candidates:
+        if c is fastest or len(c["changes"]) >= len(fastest["changes"]):
+            continue
+        try:
+            s = paired_speedup(by_round(results, c["trial"]), by_round(results,
+                                                                         fastest["trial"]))
+        except ValueError:
+            continue
+        win, why = significant(s, noise)
+        if not win:
+            equal.append((c, s, why))
+    if not equal:
+        return fastest, None
+    chosen, s, why = min(equal, key=lambda e: (len(e[0]["changes"]), -e[0]["speedup"]))
+    return chosen, {"trial": fastest["trial"], "ratio": s.ratio, "low": s.low, "high": s.high,
+                    "why": why, "changes": len(chosen["changes"]),
+                    "its_changes": len(fastest["changes"])}
 
 
 def confirm(base: Optional[Mapping[str, Any]], picked: Sequence[Mapping[str, Any]],

@@ -55,6 +55,16 @@ def env_file_text(result: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def passed_over_text(verdict: Mapping[str, Any]) -> Optional[str]:
+    """Why the pick is not the fastest candidate measured, or None when it is."""
+    over, best = verdict.get("passed_over"), verdict.get("best_overall")
+    if not over or not best:
+        return None
+    return (f"trial {best['trial']} rather than trial {over['trial']}: as fast as far as "
+            f"the confirmation can tell (trial {over['trial']} against it: {over['why']}), "
+            f"with {over['changes']} changes instead of {over['its_changes']}")
+
+
 def json_text(result: Mapping[str, Any]) -> str:
     """The `--output` file, with this account's names, home paths and secrets redacted."""
     from rocmdoctor.host.live import account_redactor
@@ -163,6 +173,9 @@ def render_summary(result: Mapping[str, Any], outputs: Sequence[str] = ()) -> st
                        f"({back['minutes']:g} min of training)")
     verdict = result["verdict"]
     out += ["", f"verdict: {verdict['summary']}"]
+    over = passed_over_text(verdict)
+    if over:
+        out.append(f"  {over}")
     same = verdict.get("best_same_precision")
     best = verdict.get("best_overall")
     if best and same and same["trial"] != best["trial"]:

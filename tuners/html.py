@@ -13,7 +13,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
-from rocmdoctor.tuners.export import env_file_text
+from rocmdoctor.tuners.export import env_file_text, passed_over_text
 
 W, H, PAD_L, PAD_R, PAD_T, PAD_B = 860, 300, 70, 20, 20, 40
 COLORS = {"ok": "#2563eb", "pruned": "#9ca3af", "baseline": "#111827", "fail": "#dc2626",
@@ -34,6 +34,11 @@ svg text{font:11px system-ui,sans-serif;fill:#374151}.muted{color:#6b7280}
 
 def _e(value: Any) -> str:
     return html.escape(str(value), quote=True)
+
+
+def _e_line(text: Optional[str]) -> str:
+    """An escaped line of its own under the line before it, or nothing."""
+    return f"<br>{_e(text)}" if text else ""
 
 
 def _nice_max(value: float) -> float:
@@ -260,7 +265,7 @@ def render_html(result: Mapping[str, Any]) -> str:
 <body><h1>{_e(title)}</h1>
 <div class=sub>{_e(sub)}</div>
 <div class="verdict{' win' if verdict['winner'] else ''}"><b>Verdict:</b>
-{_e(verdict['summary'])}</div>
+{_e(verdict['summary'])}{_e_line(passed_over_text(verdict))}</div>
 <h2>Throughput of each trial</h2>{trials_chart(result['trials'], base.get('throughput'), unit,
                                               result['confirmation'].get('timed_runs', ()))}
 {_payback_table(cands)}

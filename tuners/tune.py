@@ -325,7 +325,8 @@ class Tuner:
         base = next((t for t in ok if t["baseline"]), None)
         if base is None:  # your settings have not finished: one of them and one candidate
             return self.o.confirm_rounds * 2 * typical
-        picked = cf.pick_candidates(base, ok, self.o.confirm_top, self.o.spec.precision)
+        picked = cf.pick_candidates(base, ok, self.o.confirm_top, self.o.spec.precision,
+                                    self.o.spec.batch_size)
         if not picked:  # a candidate will exist once another trial finishes
             others = [self._rerun_s(t, typical) for t in ok if not t["baseline"]]
             picked_cost = [statistics.median(others) if others else typical]
@@ -571,7 +572,7 @@ class Tuner:
         base = self._baseline()
         picked = [] if base is None else cf.pick_candidates(
             base, [t for t in self._done() if t["state"] == "ok"], self.o.confirm_top,
-            self.o.spec.precision)
+            self.o.spec.precision, self.o.spec.batch_size)
         stored: list[dict[str, Any]] = list(self.study.user_attrs.get("confirm_runs", []))
         if base is not None and picked:
             self.emit("confirm-start", {"keys": [base["number"]] + [t["number"] for t in picked],
@@ -620,11 +621,12 @@ class Tuner:
 
         trials = self._trials()
         winners = [c for c in confirmation["candidates"] if c["winner"]]
-        best = max(winners, key=lambda c: c["speedup"], default=None)
-        same = max((c for c in winners if c["precision"] == self.o.spec.precision),
-                   key=lambda c: c["speedup"], default=None)
-        same_batch = max((c for c in winners if c["batch_size"] == self.o.spec.batch_size),
-                         key=lambda c: c["speedup"], default=None)
+        runs, noise = confirmation.get("runs", []), confirmation.get("noise_cv")
+        best, passed_over = cf.pick_best(winners, runs, noise)
+        same, _ = cf.pick_best([c for c in winners if c["precision"] == self.o.spec.precision],
+                               runs, noise)
+        same_batch, _ = cf.pick_best([c for c in winners
+                                      if c["batch_size"] == self.o.spec.batch_size], runs, noise)
         apply = None
         if best is not None:
             t = next(t for t in trials if t["number"] == best["trial"])
@@ -652,6 +654,7 @@ class Tuner:
             "trials": trials, "baseline": self._baseline(), "confirmation": confirmation,
             "verdict": {"winner": best is not None, "summary": summary, "best_overall": best,
                         "best_same_precision": same, "best_same_batch": same_batch,
+                        "passed_over": passed_over,
                         "precision": self.o.spec.precision,
                         "batch_size": self.o.spec.batch_size},
             "search": {"stopped": self.stopped, "why": STOPPED.get(self.stopped or "", ""),
