@@ -8,7 +8,9 @@ from typing import Any, Optional
 
 from rocmdoctor.checks.torch_device import TorchDevice
 from rocmdoctor.checks.torch_rocm_match import TorchRocmMatch, wheel_rocm
+from rocmdoctor.facts.libload import LIBLOAD_TIMEOUT_S
 from rocmdoctor.facts.wsl import wsl_advice
+from rocmdoctor.host.probe import PROBE_TIMEOUT_S
 from rocmdoctor.host.snapshot import SnapshotHost
 from rocmdoctor.kb import rocm_sdk as kb
 from rocmdoctor.model import CheckResult, Finding, Fix, Status
@@ -76,6 +78,33 @@ def test_source_build_loading_a_system_release_is_judged_on_it() -> None:
         Status.PASS, "torch built for ROCm 6.2.0 (HIP 6.2.41133); loaded ROCm 6.2.0 matches",
         Finding.info("torch loads its HIP runtime from "
                      "/opt/rocm-6.2.0/lib/libamdhip64.so.6.2.60200"))
+
+
+def test_a_conda_environment_s_rocm_is_judged_on_its_own_version_file() -> None:
+    # A source build in a conda environment that holds its own ROCm (rocm-core installs
+    # .info/version under its prefix): that tree's release counts, not /opt/rocm's 6.3.4 nor
+    # the distribution's files.
+    env = "/opt/conda/envs/build"
+    host = SnapshotHost(make_snapshot(
+        commands={"rocmdoctor-libload": child({"hip": f"{env}/lib/libamdhip64.so.6"},
+                                              torch_lib=None)},
+        files={"/opt/rocm/.info/version": fixture_text(
+            "rocm-info-version-6.3.4-76-classic-layout.txt"),
+            f"{env}/.info/version": "6.2.0\n"},
+        dirs={"/sys/module/amdgpu": ["initstate"]},
+        python=probe("2.5.0a0+gitcedc116", "6.2.41133-dd7f95766")))
+    result = run(TorchRocmMatch(), host)
+    assert (result.status, result.summary, result.findings, result.fix) == (
+        Status.PASS, "torch built for ROCm 6.2.0 (HIP 6.2.41133); loaded ROCm 6.2.0 matches",
+        (Finding.info(f"torch loads its HIP runtime from {env}/lib/libamdhip64.so.6"),
+         Finding.info(INBOX)), None)
+
+
+def test_the_deadline_covers_the_probe_and_the_library_load_child() -> None:
+    # Run alone (`--only torch-rocm-match`) the check waits for the probe, then for
+    # rocm-libraries' child: the runner must not give up on it before both time out.
+    assert TorchRocmMatch.deadline_s is not None
+    assert TorchRocmMatch.deadline_s > PROBE_TIMEOUT_S + LIBLOAD_TIMEOUT_S
 
 
 def test_distribution_rocm_is_not_no_system_rocm() -> None:
