@@ -67,6 +67,19 @@ def test_old_default_in_decimal_uint_format_passes() -> None:
         Finding.info("0xffffbfff is the default of kernels before 2021 (OverDrive off)"),))
 
 
+def test_the_default_set_by_hand_names_each_place_and_no_other_option() -> None:
+    # The default written out on the command line and in modprobe.d, beside another amdgpu
+    # option (runpm=0) that is no business of this check.
+    conf = "options amdgpu runpm=0\noptions amdgpu ppfeaturemask=0xfff7bfff\n"
+    h = host({PARAM_FILE: "0xfff7bfff\n", "/etc/modprobe.d/amdgpu.conf": conf,
+              "/proc/cmdline": "BOOT_IMAGE=/vmlinuz ro amdgpu.ppfeaturemask=0xfff7bfff\n"})
+    assert run(h) == expect(Status.PASS, "ppfeaturemask 0xfff7bfff is the kernel default", (
+        Finding.info("0xfff7bfff is the default since 2021 (OverDrive and GFX DCS off)"),
+        Finding.info("set on the kernel command line: amdgpu.ppfeaturemask=0xfff7bfff"),
+        Finding.info("set in /etc/modprobe.d/amdgpu.conf:2: options amdgpu "
+                     "ppfeaturemask=0xfff7bfff")))
+
+
 def test_all_bits_on_the_command_line_enables_overdrive() -> None:
     h = host({PARAM_FILE: "0xffffffff\n",
               "/proc/cmdline": "BOOT_IMAGE=/vmlinuz ro amdgpu.ppfeaturemask=0xffffffff\n"})
