@@ -21,6 +21,7 @@ from rocmdoctor.checks.torch_rocm_match import TorchRocmMatch
 from rocmdoctor.checks.torchvision_match import TorchvisionMatch
 from rocmdoctor.facts.nvidia_gpus import QUERY_KEY
 from rocmdoctor.host.snapshot import SnapshotHost
+from rocmdoctor.kb import KB_DATE
 from rocmdoctor.kb import torch_wheels as tw
 from rocmdoctor.model import CheckResult, Finding, Fix, Status
 from tests.helpers import char_dev, fixture_text, make_snapshot
@@ -489,6 +490,31 @@ def test_780m_gets_the_newest_wheel_with_gfx1103_and_the_override_as_a_hint() ->
         (Finding.error("rocminfo lists gfx1103 AMD Radeon Graphics"),),
         Fix("See the kfd-access, gfx-override, visible-devices and torch-arch-support results "
             "for why the runtime hides the GPU."))
+
+
+@pytest.mark.parametrize(("arch", "name", "fix"), [
+    # RDNA1: in no ROCm wheel's list (kb.torch_wheels.INDEX_TARGETS) and no override reported.
+    ("gfx1010", "AMD Radeon RX 5700 XT", "No official PyTorch wheel includes gfx1010: build "
+     "PyTorch from source with PYTORCH_ROCM_ARCH=gfx1010."),
+    # a target newer than the tables
+    ("gfx1300", "AMD Radeon Graphics", f"gfx1300 is newer than what this rocmdoctor knows, "
+     f"tables dated {KB_DATE}: no wheel in its tables includes it. Check PyTorch's current ROCm "
+     "wheels, or build PyTorch from source with PYTORCH_ROCM_ARCH=gfx1300."),
+])
+def test_a_target_no_wheel_has_is_built_from_source(arch: str, name: str, fix: str) -> None:
+    probe = probe_from_collect_env(WSL_ENV, arch_list=ROCM62_TARGETS)
+    probe["torch"].update(version="2.5.1+rocm6.2", hip="6.2.41133-dd7f95766", device_count=1,
+                          devices=[{"index": 0, "name": name, "arch": arch}])
+    assert whole(TorchArchSupport().run(rocm_host(probe))) == (
+        Status.FAIL, f"{arch} is not among the targets compiled into torch 2.5.1+rocm6.2",
+        (Finding.error(f"GPU 0 {name} is {arch}; torch 2.5.1+rocm6.2 was compiled for "
+                       f"{', '.join(ROCM62_TARGETS)}"),), Fix(fix))
+
+
+def test_arch_support_applies_on_a_gpu_machine_and_not_on_a_cpu_one() -> None:
+    assert TorchArchSupport().applies(mi300x_host()) is None
+    probe = probe_from_collect_env(GFX1150_ENV, arch_list=ROCM64_TARGETS)
+    assert TorchArchSupport().applies(plain_host(python=probe)) == "no GPU on this machine"
 
 
 # --- torch-device --------------------------------------------------------------------------
