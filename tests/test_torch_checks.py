@@ -537,6 +537,34 @@ def test_hip_visible_devices_explains_the_count() -> None:
         (Finding.info("GPU 0: AMD Radeon RX 6800 XT"),), None)
 
 
+def test_rocr_visible_devices_applies_to_the_gpus_sysfs_lists() -> None:
+    """Without rocminfo the GPUs come from the KFD topology in sysfs, which does not apply
+    ROCR_VISIBLE_DEVICES (rocminfo does): the check applies it. The MI300X box of the vLLM
+    capture, its four GPU nodes as tests/test_visible_devices.py writes them."""
+    from tests.test_visible_devices import MI300X_SYSFS
+
+    def host(count: int) -> SnapshotHost:
+        probe = probe_from_collect_env(MI300X_ENV, device_count=count,
+                                       arch_list=["gfx90a", "gfx942"], bundles_rocm=False)
+        return SnapshotHost(make_snapshot(
+            files={**MI300X_SYSFS, "/opt/rocm/.info/version": "6.2.0\n"},
+            paths={"/dev/kfd": char_dev()}, dirs={"/sys/module/amdgpu": ["initstate"]},
+            python=probe, env={"ROCR_VISIBLE_DEVICES": "0,1"},
+            commands={"rocminfo": {"returncode": 127, "stdout": "", "not_found": True,
+                                   "stderr": "rocminfo: command not found"}}))
+
+    gpu = "AMD Instinct MI300X (gfx942:sramecc+:xnack-)"
+    assert whole(TorchDevice().run(host(2))) == (
+        Status.PASS, "torch sees 2 GPUs (ROCR_VISIBLE_DEVICES=0,1); no smoke test ran",
+        (Finding.info(f"GPU 0: {gpu}"), Finding.info(f"GPU 1: {gpu}")), None)
+    mi300 = "gfx942 Instinct MI300X/MI300A/MI325X"
+    assert whole(TorchDevice().run(host(1))) == (
+        Status.WARN, "torch sees 1 GPU; kfd-sysfs lists 2 (ROCR_VISIBLE_DEVICES=0,1)",
+        (Finding.info(f"GPU 0: {gpu}"),
+         Finding.error(f"kfd-sysfs lists 2 (ROCR_VISIBLE_DEVICES=0,1): {mi300}; {mi300}")),
+        Fix("Check HIP_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES (see visible-devices)."))
+
+
 def test_smoke_failure_names_the_device() -> None:
     probe = probe_from_collect_env(GFX1150_ENV)
     probe["torch"]["devices"][0]["smoke"] = {
