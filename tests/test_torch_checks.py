@@ -565,6 +565,15 @@ def test_rocr_visible_devices_applies_to_the_gpus_sysfs_lists() -> None:
         Fix("Check HIP_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES (see visible-devices)."))
 
 
+def test_torch_device_applies_to_a_gpu_torch_can_use() -> None:
+    assert TorchDevice().applies(mi300x_host()) is None
+    # the 890M's ROCm torch on a machine with no GPU, and a CPU wheel on an AMD machine
+    assert TorchDevice().applies(plain_host(python=probe_from_collect_env(GFX1150_ENV))) == (
+        "no GPU on this machine")
+    assert TorchDevice().applies(rocm_host(cpu_wheel_probe(), rocm_version="7.2.0")) == (
+        "torch is a CPU build (see torch-install)")
+
+
 def test_smoke_failure_names_the_device() -> None:
     probe = probe_from_collect_env(GFX1150_ENV)
     probe["torch"]["devices"][0]["smoke"] = {
