@@ -339,14 +339,49 @@ def test_rocm_wheel_on_an_nvidia_machine_gets_a_cuda_index_for_its_driver() -> N
     host = plain_host(
         python=probe, commands={QUERY_KEY: smi},
         paths={"/dev/nvidiactl": {"type": "char", "mode": "0666"}})
-    r = TorchInstall().run(host)
-    assert (r.status, r.summary) == (
-        Status.FAIL, "torch 2.9.1+rocm7.2.0.git7e1940d4 is a ROCm build on an NVIDIA machine")
-    assert r.fix == Fix(
-        "Install the CUDA build of PyTorch with the pip of /usr/bin/python3 (cu126 is the "
-        "newest build driver 570.133.20 can run).",
-        ("pip install --force-reinstall torch torchvision --index-url "
-         "https://download.pytorch.org/whl/cu126",))
+    assert whole(TorchInstall().run(host)) == (
+        Status.FAIL, "torch 2.9.1+rocm7.2.0.git7e1940d4 is a ROCm build on an NVIDIA machine",
+        (Finding.error("torch 2.9.1+rocm7.2.0.git7e1940d4 is a ROCm build, but this is an "
+                       "NVIDIA machine (/dev/nvidiactl exists): torch cannot use the GPU"),),
+        Fix("Install the CUDA build of PyTorch with the pip of /usr/bin/python3 (cu126 is the "
+            "newest build driver 570.133.20 can run).",
+            ("pip install --force-reinstall torch torchvision --index-url "
+             "https://download.pytorch.org/whl/cu126",)))
+
+
+@pytest.mark.parametrize(("nvidia", "why", "index"), [
+    (False, "cpu: no GPU here", "cpu"),
+    (True, "cu126 is the newest build driver 570.133.20 can run", "cu126"),
+])
+def test_torch_not_installed_gets_the_index_of_the_machine(nvidia: bool, why: str,
+                                                           index: str) -> None:
+    probe = {"executable": "/usr/bin/python3", "version": "3.12.3", "packages": {},
+             "torch": {"imported": False, "error": "ModuleNotFoundError: No module named "
+                       "'torch'", "traceback": "..."}}
+    smi = "0, NVIDIA H200, 570.133.20, 9.0, Enabled, 700.00, 700.00, 143771, GPU-1, 0:18:00.0\n"
+    host = plain_host(python=probe, **(
+        {"commands": {QUERY_KEY: smi}, "paths": {"/dev/nvidiactl": {"type": "char",
+                                                                    "mode": "0666"}}}
+        if nvidia else {}))
+    assert whole(TorchInstall().run(host)) == (
+        Status.FAIL, "torch is not installed in /usr/bin/python3",
+        (Finding.error("ModuleNotFoundError: No module named 'torch'"),),
+        Fix(f"Install PyTorch with the pip of /usr/bin/python3 ({why}).",
+            (f"pip install torch torchvision --index-url https://download.pytorch.org/whl/"
+             f"{index}",)))
+
+
+def test_an_imported_torch_other_than_pips_is_two_installs() -> None:
+    # The MI300X container's source build imported, while pip's metadata names another torch.
+    probe = probe_from_collect_env(MI300X_ENV, device_count=8, arch_list=["gfx90a", "gfx942"],
+                                   bundles_rocm=False)
+    probe["packages"]["torch"] = "2.4.1+rocm6.1"
+    probe["torch"]["location"] = "/usr/local/lib/python3.10/dist-packages/torch"
+    assert whole(TorchInstall().run(rocm_host(probe, rocm_version="6.2.0"))) == (
+        Status.PASS, "torch 2.5.0a0+gitcedc116 imports; ROCm build fits the AMD GPU",
+        (Finding.hint("the imported torch (/usr/local/lib/python3.10/dist-packages/torch) is "
+                      "2.5.0a0+gitcedc116, but pip's metadata says 2.4.1+rocm6.1: two installs "
+                      "shadow each other"),), None)
 
 
 def test_torch_not_installed() -> None:
