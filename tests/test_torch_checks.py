@@ -327,6 +327,27 @@ def test_cpu_wheel_on_an_amd_machine_gets_the_rocm_index_of_the_system_rocm() ->
              "https://download.pytorch.org/whl/rocm6.3",)))
 
 
+def test_a_cpu_torch_shadowing_a_rocm_one_says_the_wrong_build_first() -> None:
+    # A CPU wheel in the user's site-packages imported before the ROCm wheel pip recorded.
+    probe = cpu_wheel_probe()
+    probe["packages"]["torch"] = "2.5.1+rocm6.2"
+    probe["torch"]["location"] = "/home/alice/.local/lib/python3.11/site-packages/torch"
+    host = rocm_host(probe, rocm_version=fixture_text(
+        "rocm-info-version-6.3.4-76-classic-layout.txt").strip())
+    assert whole(TorchInstall().run(host)) == (
+        Status.FAIL, "torch 2.13.0+cpu is a CPU build on an AMD machine",
+        (Finding.error("torch 2.13.0+cpu is a CPU build, but this is an AMD machine (the amdgpu "
+                       "driver is loaded, /dev/kfd exists, ROCm is installed): torch cannot use "
+                       "the GPU"),
+         Finding.hint("the imported torch (/home/alice/.local/lib/python3.11/site-packages/"
+                      "torch) is 2.13.0+cpu, but pip's metadata says 2.5.1+rocm6.2: two installs "
+                      "shadow each other")),
+        Fix("Install the ROCm build of PyTorch with the pip of /home/alice/venv/bin/python "
+            "(rocm6.3 fits the installed ROCm 6.3.4).",
+            ("pip install --force-reinstall torch torchvision --index-url "
+             "https://download.pytorch.org/whl/rocm6.3",)))
+
+
 def test_cpu_wheel_on_a_cpu_machine_passes() -> None:
     host = plain_host(python=cpu_wheel_probe())
     assert whole(TorchInstall().run(host)) == (
