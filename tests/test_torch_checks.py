@@ -486,17 +486,31 @@ def test_torch_2_9_1_with_torchvision_0_15_2(torch: str, vision: str, line: str)
 @pytest.mark.parametrize(("torch", "vision", "what", "index"), [
     ("2.5.1+cu124", "0.20.1+cu121", "a CUDA (cu124) build, torchvision a CUDA (cu121)", "cu124"),
     ("2.5.1+rocm6.2", "0.20.1+cpu", "a ROCm 6.2 build, torchvision a CPU", "rocm6.2"),
+    # torch 2.6's ROCm index has three parts (rocm6.2.4)
+    ("2.6.0+rocm6.2.4", "0.21.0+cpu", "a ROCm 6.2 build, torchvision a CPU", "rocm6.2.4"),
 ])
 def test_a_pair_from_two_indexes_fails(torch: str, vision: str, what: str, index: str) -> None:
     probe = cpu_wheel_probe(vision)
     probe["torch"]["version"] = torch
+    want = vision.split("+")[0]
     assert whole(TorchvisionMatch().run(plain_host(python=probe))) == (
         Status.FAIL, f"torchvision {vision} with torch {torch}: different builds",
         (Finding.error(f"torch is {what} build: torchvision's compiled operators will not "
                        "load"),),
         Fix(f"Install the torchvision that pairs with torch {torch}.",
-            (f"pip install torchvision==0.20.1 --index-url https://download.pytorch.org/whl/"
+            (f"pip install torchvision=={want} --index-url https://download.pytorch.org/whl/"
              f"{index}",)))
+
+
+@pytest.mark.parametrize(("torch", "vision"), [
+    ("2.5.1", "0.20.1+cu124"),  # PyPI's untagged torch is the default CUDA (12.4) build
+    ("2.5.1+rocm6.2", "0.20.1a0+6194369"),  # torchvision built from source against it
+])
+def test_a_pair_of_one_build_passes(torch: str, vision: str) -> None:
+    probe = cpu_wheel_probe(vision)
+    probe["torch"]["version"] = torch
+    assert whole(TorchvisionMatch().run(plain_host(python=probe))) == (
+        Status.PASS, f"torchvision {vision} with torch {torch}: a matching pair", (), None)
 
 
 def test_matching_official_pair_passes_and_patch_mismatch_warns() -> None:
