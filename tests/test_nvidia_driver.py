@@ -208,6 +208,19 @@ def test_an_unconfirmed_ga_driver_is_said_to_be_so() -> None:
              "https://download.pytorch.org/whl/cu130",)))
 
 
+def test_below_the_major_minimum_an_unconfirmed_ga_driver_still_fails() -> None:
+    # 570.133.20 is under CUDA 13.x's minor-version minimum (580): no compatibility to run on.
+    r = NvidiaDriver().run(nv_host({QUERY_KEY: H200}, cuda="13.2"))
+    assert (r.status, r.summary, r.findings[8:], r.fix) == (
+        Status.FAIL, "driver 570.133.20, 8 x NVIDIA H200 (sm_90); too old for torch's CUDA 13.2",
+        (Finding.error("torch's CUDA 13.2 needs driver >= 580 (>= 595.45.04 for every feature); "
+                       "this is 570.133.20"),),
+        Fix("Install NVIDIA driver 595.45.04 or newer (https://www.nvidia.com/drivers), or "
+            "install a torch build for a CUDA this driver supports (cu126).",
+            ("pip install --force-reinstall torch torchvision --index-url "
+             "https://download.pytorch.org/whl/cu126",)))
+
+
 @pytest.mark.parametrize(("cuda", "why"), [
     ("13.4", "CUDA 13.4's minimum driver is not in rocmdoctor's tables (tables dated {date}; "
              "NVIDIA: https://docs.nvidia.com/cuda/archive/13.4.1/cuda-toolkit-release-notes/"
