@@ -331,6 +331,8 @@ def test_cuda_support_rules(target: str, how: Optional[str]) -> None:
     # Arch-specific "a" binaries run on that exact capability only.
     assert cuda_support("sm_90", ["sm_90a"]) == "native"
     assert cuda_support("sm_103", ["sm_100a"]) is None
+    # ...and a binary for a later major does not run on an earlier one.
+    assert cuda_support("sm_86", ["sm_90", "sm_100"]) is None
 
 
 def cuda_host(arch_list: list[str], cap: list[int], name: str) -> SnapshotHost:

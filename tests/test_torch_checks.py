@@ -597,6 +597,29 @@ def test_a_target_no_wheel_has_is_built_from_source(arch: str, name: str, fix: s
                        f"{', '.join(ROCM62_TARGETS)}"),), Fix(fix))
 
 
+@pytest.mark.parametrize(("rocm", "index", "hint"), [
+    # ROCm 6.2.0's index has no gfx1201: the newest index that has it (its wheels bundle ROCm)
+    ("6.2.0", "7.14", (Finding.hint(
+        "ROCm 6.2.0 predates AMD's support for gfx1201: AMD lists it from ROCm 6.4.1 on "
+        "(https://rocm.docs.amd.com/en/docs-6.4.1/about/release-notes.html)"),)),
+    # ROCm 6.4.1, the first release AMD lists gfx1201 in: its own index, no hint
+    ("6.4.1", "6.4", ()),
+])
+def test_rx9070_on_a_rocm62_wheel_gets_an_index_with_gfx1201(
+        rocm: str, index: str, hint: tuple[Finding, ...]) -> None:
+    probe = probe_from_collect_env(WSL_ENV, arch_list=ROCM62_TARGETS)
+    probe["torch"].update(version="2.5.1+rocm6.2", hip="6.2.41133-dd7f95766", device_count=1,
+                          devices=[{"index": 0, "name": "AMD Radeon RX 9070 XT",
+                                    "arch": "gfx1201"}])
+    assert whole(TorchArchSupport().run(rocm_host(probe, rocm_version=rocm))) == (
+        Status.FAIL, "gfx1201 is not among the targets compiled into torch 2.5.1+rocm6.2",
+        (Finding.error("GPU 0 AMD Radeon RX 9070 XT is gfx1201; torch 2.5.1+rocm6.2 was "
+                       f"compiled for {', '.join(ROCM62_TARGETS)}"), *hint),
+        Fix(f"Install a PyTorch build that includes gfx1201 (the rocm{index} wheels do).",
+            ("pip install --force-reinstall torch torchvision --index-url "
+             f"https://download.pytorch.org/whl/rocm{index}",)))
+
+
 def test_arch_support_applies_on_a_gpu_machine_and_not_on_a_cpu_one() -> None:
     assert TorchArchSupport().applies(mi300x_host()) is None
     probe = probe_from_collect_env(GFX1150_ENV, arch_list=ROCM64_TARGETS)
