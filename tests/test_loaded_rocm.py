@@ -169,6 +169,30 @@ def test_real_wsl_wheel_with_its_own_hsa_runtime_gets_the_documented_swap() -> N
         expected_fix, kb.WSL_PYTORCH_DOC)
 
 
+def test_wsl_with_only_the_wheel_is_a_rocm_machine_for_torch_device() -> None:
+    # /dev/dxg and a ROCm wheel, no ROCm for WSL installed: no PCI GPU and no ROCm install
+    # (the platform reads as a CPU machine), yet torch-device runs and names the runtime.
+    location = "/home/u/.local/lib/python3.12/site-packages/torch"
+    host = SnapshotHost(make_snapshot(
+        paths={"/dev/dxg": {"type": "char", "mode": "0666"},
+               f"{location}/lib/libhsa-runtime64.so": {"type": "file"}},
+        kernel=WSL_KERNEL, python=probe("2.4.0+rocm6.3.4", "6.3.42134-a9a80e791",
+                                        location=location)))
+    assert run(TorchDevice(), host) == TorchDevice().result(
+        Status.FAIL, "torch sees no GPU; the system lists 0; on WSL torch needs AMD's WSL runtime",
+        [Finding.error("no GPU is listed by the system either"),
+         Finding.error(f"WSL with /dev/dxg, torch built for ROCm 6.3.4: torch loads its own "
+                       f"libhsa-runtime64.so ({location}/lib/libhsa-runtime64.so), not the WSL "
+                       "runtime"),
+         Finding.hint("no WSL runtime in /opt/rocm/lib (hsa-runtime-rocr4wsl-amdgpu is not "
+                      "installed)")],
+        Fix("Install ROCm for WSL (it brings the WSL runtime), then swap torch's runtime for it "
+            "as AMD's WSL guide shows.", ("sudo amdgpu-install -y --usecase=wsl,rocm --no-dkms",),
+            needs_root=True),
+        "https://rocm.docs.amd.com/projects/radeon/en/docs-6.3.4/docs/install/wsl/"
+        "install-pytorch.html")
+
+
 def test_real_wsl_from_6_4_1_needs_no_swap() -> None:
     # HOWTO-7900XTX-Win-ROCM#4: torch 2.6.0+rocm6.4.2; AMD: no longer needed from 6.4.1.
     text = fixture_text("wsl-rocminfo-ok-gfx1100-but-torch-cuda-false-bundled-libhsa-runtime64-conflicts-dev-dxg-rocm6.4.2.txt")

@@ -668,9 +668,10 @@ def test_rocr_visible_devices_applies_to_the_gpus_sysfs_lists() -> None:
         (Finding.info(f"GPU 0: {gpu}"), Finding.info(f"GPU 1: {gpu}")), None)
     mi300 = "gfx942 Instinct MI300X/MI300A/MI325X"
     assert whole(TorchDevice().run(host(1))) == (
-        Status.WARN, "torch sees 1 GPU; kfd-sysfs lists 2 (ROCR_VISIBLE_DEVICES=0,1)",
+        Status.WARN, "torch sees 1 GPU; the KFD topology lists 2 (ROCR_VISIBLE_DEVICES=0,1)",
         (Finding.info(f"GPU 0: {gpu}"),
-         Finding.error(f"kfd-sysfs lists 2 (ROCR_VISIBLE_DEVICES=0,1): {mi300}; {mi300}")),
+         Finding.error(f"the KFD topology lists 2 (ROCR_VISIBLE_DEVICES=0,1): {mi300}; "
+                       f"{mi300}")),
         Fix("Check HIP_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES (see visible-devices)."))
 
 
