@@ -32,6 +32,7 @@ def _gpu_summary(inventory: NvidiaInventory) -> str:
 
 class NvidiaDriver(Check):
     id = "nvidia-driver"
+    uses_python = True  # torch's CUDA runtime
     title = "NVIDIA driver supports torch's CUDA runtime"
     source = kb.RELEASE_NOTES
 

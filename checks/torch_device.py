@@ -20,6 +20,8 @@ from rocmdoctor.host import Host
 from rocmdoctor.model import Check, CheckResult, Finding, Fix, Status
 
 HIP_VISIBILITY = "https://rocm.docs.amd.com/en/latest/conceptual/gpu-isolation.html"
+# Who lists the GPUs torch is compared with, by the inventory's source.
+LISTERS = {"kfd-sysfs": "the KFD topology", "none": "the system"}
 
 
 def _visible(devices: Sequence[Any], env: dict[str, str], names: tuple[str, ...],
@@ -81,7 +83,7 @@ class TorchDevice(Check):
         expected, origin, vars_used = expected_gpus(host, kind)
         seen = torch.device_count
         devices = torch.devices
-        lister = "rocminfo" if origin == "rocminfo" else origin
+        lister = LISTERS.get(origin, origin)
         selected = f" ({', '.join(vars_used)})" if vars_used else ""
         if torch.error:  # the probe crashed or hung after importing torch
             return self.result(

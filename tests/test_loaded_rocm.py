@@ -8,7 +8,9 @@ from typing import Any, Optional
 
 from rocmdoctor.checks.torch_device import TorchDevice
 from rocmdoctor.checks.torch_rocm_match import TorchRocmMatch, wheel_rocm
+from rocmdoctor.facts.libload import LIBLOAD_TIMEOUT_S
 from rocmdoctor.facts.wsl import wsl_advice
+from rocmdoctor.host.probe import PROBE_TIMEOUT_S
 from rocmdoctor.host.snapshot import SnapshotHost
 from rocmdoctor.kb import rocm_sdk as kb
 from rocmdoctor.model import CheckResult, Finding, Fix, Status
@@ -78,6 +80,33 @@ def test_source_build_loading_a_system_release_is_judged_on_it() -> None:
                      "/opt/rocm-6.2.0/lib/libamdhip64.so.6.2.60200"))
 
 
+def test_a_conda_environment_s_rocm_is_judged_on_its_own_version_file() -> None:
+    # A source build in a conda environment that holds its own ROCm (rocm-core installs
+    # .info/version under its prefix): that tree's release counts, not /opt/rocm's 6.3.4 nor
+    # the distribution's files.
+    env = "/opt/conda/envs/build"
+    host = SnapshotHost(make_snapshot(
+        commands={"rocmdoctor-libload": child({"hip": f"{env}/lib/libamdhip64.so.6"},
+                                              torch_lib=None)},
+        files={"/opt/rocm/.info/version": fixture_text(
+            "rocm-info-version-6.3.4-76-classic-layout.txt"),
+            f"{env}/.info/version": "6.2.0\n"},
+        dirs={"/sys/module/amdgpu": ["initstate"]},
+        python=probe("2.5.0a0+gitcedc116", "6.2.41133-dd7f95766")))
+    result = run(TorchRocmMatch(), host)
+    assert (result.status, result.summary, result.findings, result.fix) == (
+        Status.PASS, "torch built for ROCm 6.2.0 (HIP 6.2.41133); loaded ROCm 6.2.0 matches",
+        (Finding.info(f"torch loads its HIP runtime from {env}/lib/libamdhip64.so.6"),
+         Finding.info(INBOX)), None)
+
+
+def test_the_deadline_covers_the_probe_and_the_library_load_child() -> None:
+    # Run alone (`--only torch-rocm-match`) the check waits for the probe, then for
+    # rocm-libraries' child: the runner must not give up on it before both time out.
+    assert TorchRocmMatch.deadline_s is not None
+    assert TorchRocmMatch.deadline_s > PROBE_TIMEOUT_S + LIBLOAD_TIMEOUT_S
+
+
 def test_distribution_rocm_is_not_no_system_rocm() -> None:
     cmake = 'set(PACKAGE_VERSION "6.0.0")\n'
     host = SnapshotHost(make_snapshot(
@@ -138,6 +167,30 @@ def test_real_wsl_wheel_with_its_own_hsa_runtime_gets_the_documented_swap() -> N
          Finding.error(f"WSL with /dev/dxg, torch built for ROCm 6.3.4: torch loads its own "
                        f"libhsa-runtime64.so ({lib}/libhsa-runtime64.so), not the WSL runtime")],
         expected_fix, kb.WSL_PYTORCH_DOC)
+
+
+def test_wsl_with_only_the_wheel_is_a_rocm_machine_for_torch_device() -> None:
+    # /dev/dxg and a ROCm wheel, no ROCm for WSL installed: no PCI GPU and no ROCm install
+    # (the platform reads as a CPU machine), yet torch-device runs and names the runtime.
+    location = "/home/u/.local/lib/python3.12/site-packages/torch"
+    host = SnapshotHost(make_snapshot(
+        paths={"/dev/dxg": {"type": "char", "mode": "0666"},
+               f"{location}/lib/libhsa-runtime64.so": {"type": "file"}},
+        kernel=WSL_KERNEL, python=probe("2.4.0+rocm6.3.4", "6.3.42134-a9a80e791",
+                                        location=location)))
+    assert run(TorchDevice(), host) == TorchDevice().result(
+        Status.FAIL, "torch sees no GPU; the system lists 0; on WSL torch needs AMD's WSL runtime",
+        [Finding.error("no GPU is listed by the system either"),
+         Finding.error(f"WSL with /dev/dxg, torch built for ROCm 6.3.4: torch loads its own "
+                       f"libhsa-runtime64.so ({location}/lib/libhsa-runtime64.so), not the WSL "
+                       "runtime"),
+         Finding.hint("no WSL runtime in /opt/rocm/lib (hsa-runtime-rocr4wsl-amdgpu is not "
+                      "installed)")],
+        Fix("Install ROCm for WSL (it brings the WSL runtime), then swap torch's runtime for it "
+            "as AMD's WSL guide shows.", ("sudo amdgpu-install -y --usecase=wsl,rocm --no-dkms",),
+            needs_root=True),
+        "https://rocm.docs.amd.com/projects/radeon/en/docs-6.3.4/docs/install/wsl/"
+        "install-pytorch.html")
 
 
 def test_real_wsl_from_6_4_1_needs_no_swap() -> None:

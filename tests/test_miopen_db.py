@@ -148,6 +148,50 @@ def test_real_slurm_jobs_sharing_a_full_cache() -> None:
                               "cache")
 
 
+def test_folders_that_exist_are_named_as_they_are() -> None:
+    h = host("/home/alice", EXT4, extra={"/home/alice/.config/miopen": DIR,
+                                         "/home/alice/.cache/miopen": DIR})
+    h.data["statfs"].update({"/home/alice/.config/miopen": EXT4,  # type: ignore[union-attr]
+                             "/home/alice/.cache/miopen": EXT4})
+    assert run(h) == CHECK.result(
+        Status.PASS, "MIOpen's user database on ext2/ext3; kernel cache on ext2/ext3, writable",
+        [Finding.info("MIOpen user database: /home/alice/.config/miopen (MIOpen's default): "
+                      "ext2/ext3, 19.1 GiB free"),
+         Finding.info("MIOpen kernel cache: /home/alice/.cache/miopen (MIOpen's default): "
+                      "ext2/ext3, 19.1 GiB free")])
+
+
+def test_a_read_only_temp_folder_is_flagged_under_the_fix() -> None:
+    # The read-only home of tensorflow-upstream#1419, in a container whose /tmp is read-only too:
+    # the lines the fix prints would fail there as well.
+    result = run(host("/home/u", statfs(0xEF53, readonly=True),
+                      extra={"/tmp": {**DIR, "writable": False}}))
+    assert (result.status, result.findings[2:], result.fix) == (
+        Status.FAIL,
+        (Finding.error("/home/u is not writable by this user: MIOpen cannot keep its user "
+                       "database there"),
+         Finding.error("/home/u is not writable by this user: MIOpen cannot keep its kernel cache "
+                       "there"),
+         Finding.hint("/tmp itself is not writable: use a node-local folder instead of it in the "
+                      "lines below")),
+        Fix(FIX_TEXT, EXPORTS))
+
+
+def test_a_temp_folder_on_the_shared_file_system_is_flagged_under_the_fix() -> None:
+    # The GPFS home of ROCm/MIOpen#114 with TMPDIR on the same cluster's GPFS scratch.
+    tmp = "/gpfs/scratch/bsc88/tmp"
+    h = host("/home/bsc88/bsc88474", statfs(0x47504653), env={"TMPDIR": tmp}, extra={tmp: DIR})
+    h.data["statfs"][tmp] = statfs(0x47504653)  # type: ignore[index]
+    result = run(h)
+    assert (result.status, result.findings[-1], result.fix) == (
+        Status.WARN,
+        Finding.hint(f"{tmp} itself is on gpfs: use a node-local folder instead of it in the lines "
+                     "below"),
+        Fix(FIX_TEXT, (f'export MIOPEN_USER_DB_PATH="{tmp}/miopen-config-$USER"',
+                       f'export MIOPEN_CUSTOM_CACHE_DIR="{tmp}/miopen-cache-$USER"',
+                       'mkdir -p "$MIOPEN_USER_DB_PATH" "$MIOPEN_CUSTOM_CACHE_DIR"')))
+
+
 def test_skips() -> None:
     cuda = make_snapshot(python={"packages": {"torch": "2.5.1+cu124"},
                                  "torch": {"imported": True, "version": "2.5.1+cu124",

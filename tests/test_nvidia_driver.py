@@ -138,6 +138,111 @@ def test_power_capped_gpu_warns_with_the_root_command() -> None:
                         ("sudo nvidia-smi -i 0 -pl 700",), needs_root=True)
 
 
+def test_two_capped_gpus_are_both_restored_and_the_first_is_named() -> None:
+    out = H200.replace("0, NVIDIA H200, 570.133.20, 9.0, Enabled, 700.00",
+                       "0, NVIDIA H200, 570.133.20, 9.0, Enabled, 500.00").replace(
+        "3, NVIDIA H200, 570.133.20, 9.0, Enabled, 700.00",
+        "3, NVIDIA H200, 570.133.20, 9.0, Enabled, 450.00")
+    r = NvidiaDriver().run(nv_host({QUERY_KEY: out}))
+    assert (r.status, r.summary, r.findings[8:], r.fix) == (
+        Status.WARN, "driver 570.133.20, 8 x NVIDIA H200 (sm_90); supports torch's CUDA 12.8; "
+        "GPU 0 is power-capped",
+        (Finding.error("GPU 0 power limit 500 W is below its default 700 W: it runs slower"),
+         Finding.error("GPU 3 power limit 450 W is below its default 700 W: it runs slower")),
+        Fix("Restore the default power limit (needs root; lasts until reboot).",
+            ("sudo nvidia-smi -i 0 -pl 700", "sudo nvidia-smi -i 3 -pl 700"), needs_root=True))
+
+
+def test_a_power_limit_raised_above_the_default_and_an_unknown_persistence_pass() -> None:
+    # One RTX 4090 (default 450 W, raised to 600 W, which its maximum allows); GeForce boards
+    # report persistence mode as [N/A] where the driver has none (the parser test's line).
+    rtx = ("0, NVIDIA GeForce RTX 4090, 570.133.20, 8.9, [N/A], 600.00, 450.00, 24564, GPU-aaaa, "
+           "00000000:01:00.0\n")
+    r = NvidiaDriver().run(nv_host({QUERY_KEY: rtx}))
+    assert (r.status, r.summary, r.findings, r.fix) == (
+        Status.PASS, "driver 570.133.20, NVIDIA GeForce RTX 4090 (sm_89); supports torch's CUDA "
+        "12.8",
+        (Finding.info("GPU 0: NVIDIA GeForce RTX 4090, compute capability 8.9, 24564 MiB, power "
+                      "limit 600 W, persistence mode ?"),), None)
+
+
+def test_a_driver_warning_keeps_its_fix_on_a_power_capped_gpu() -> None:
+    # The driver is what to fix first: the power cap does not replace its warning and fix.
+    out = H200.replace("570.133.20", "550.127.08").replace(
+        "0, NVIDIA H200, 550.127.08, 9.0, Enabled, 700.00",
+        "0, NVIDIA H200, 550.127.08, 9.0, Enabled, 500.00")
+    r = NvidiaDriver().run(nv_host({QUERY_KEY: out}))
+    assert (r.status, r.summary, r.findings[8:], r.fix) == (
+        Status.WARN, "driver 550.127.08, 8 x NVIDIA H200 (sm_90); older than CUDA 12.8 wants",
+        (Finding.error("CUDA 12.8 wants driver >= 570.26; 550.127.08 runs it through CUDA minor "
+                       "version compatibility, where PTX JIT compilation (and so some kernels) "
+                       "can fail"),),
+        Fix("Install NVIDIA driver 570.26 or newer (https://www.nvidia.com/drivers)."))
+
+
+def test_cuda_10_2_has_no_minor_version_compatibility_to_fall_back_on() -> None:
+    # Minor version compatibility starts with CUDA 11 (Table 2); 10.2 needs its GA 440.33.
+    v100 = "".join(f"{i}, Tesla V100-SXM2-16GB, 418.87.01, 7.0, Enabled, 300.00, 300.00, 16160, "
+                   f"GPU-{i}, 00000000:0{i}:00.0\n" for i in range(2))
+    r = NvidiaDriver().run(nv_host({QUERY_KEY: v100}, cuda="10.2"))
+    assert (r.status, r.summary, r.findings[2:], r.fix) == (
+        Status.FAIL, "driver 418.87.01, 2 x Tesla V100-SXM2-16GB (sm_70); too old for torch's "
+        "CUDA 10.2",
+        (Finding.error("torch's CUDA 10.2 needs driver >= 440.33 (>= 440.33 for every feature); "
+                       "this is 418.87.01"),),
+        Fix("Install NVIDIA driver 440.33 or newer (https://www.nvidia.com/drivers)."))
+
+
+def test_an_unconfirmed_ga_driver_is_said_to_be_so() -> None:
+    # 13.2's 595.45.04 is quoted, not confirmed in NVIDIA's table here (kb.cuda_driver).
+    r = NvidiaDriver().run(nv_host({QUERY_KEY: H200.replace("570.133.20", "590.44.01")},
+                                   cuda="13.2"))
+    assert (r.status, r.summary, r.findings[8:], r.fix) == (
+        Status.WARN, "driver 590.44.01, 8 x NVIDIA H200 (sm_90); older than CUDA 13.2 wants",
+        (Finding.error("CUDA 13.2 wants driver >= 595.45.04 (a number quoted from NVIDIA's table, "
+                       "not confirmed in it here); 590.44.01 runs it through CUDA minor version "
+                       "compatibility, where PTX JIT compilation (and so some kernels) can fail"),),
+        Fix("Install NVIDIA driver 595.45.04 or newer (https://www.nvidia.com/drivers), or "
+            "install a torch build for a CUDA this driver supports (cu130).",
+            ("pip install --force-reinstall torch torchvision --index-url "
+             "https://download.pytorch.org/whl/cu130",)))
+
+
+def test_below_the_major_minimum_an_unconfirmed_ga_driver_still_fails() -> None:
+    # 570.133.20 is under CUDA 13.x's minor-version minimum (580): no compatibility to run on.
+    r = NvidiaDriver().run(nv_host({QUERY_KEY: H200}, cuda="13.2"))
+    assert (r.status, r.summary, r.findings[8:], r.fix) == (
+        Status.FAIL, "driver 570.133.20, 8 x NVIDIA H200 (sm_90); too old for torch's CUDA 13.2",
+        (Finding.error("torch's CUDA 13.2 needs driver >= 580 (>= 595.45.04 for every feature); "
+                       "this is 570.133.20"),),
+        Fix("Install NVIDIA driver 595.45.04 or newer (https://www.nvidia.com/drivers), or "
+            "install a torch build for a CUDA this driver supports (cu126).",
+            ("pip install --force-reinstall torch torchvision --index-url "
+             "https://download.pytorch.org/whl/cu126",)))
+
+
+@pytest.mark.parametrize(("cuda", "why"), [
+    ("13.4", "CUDA 13.4's minimum driver is not in rocmdoctor's tables (tables dated {date}; "
+             "NVIDIA: https://docs.nvidia.com/cuda/archive/13.4.1/cuda-toolkit-release-notes/"
+             "index.html)"),
+    ("13.6", "CUDA 13.6 is newer than what this rocmdoctor knows, tables dated {date}"),
+])
+def test_a_cuda_without_a_ga_row_is_judged_by_its_major(cuda: str, why: str) -> None:
+    from rocmdoctor.kb import KB_DATE
+
+    r = NvidiaDriver().run(nv_host({QUERY_KEY: H200.replace("570.133.20", "590.44.01")},
+                                   cuda=cuda))
+    assert (r.status, r.summary, r.findings[8:], r.fix) == (
+        Status.PASS, f"driver 590.44.01, 8 x NVIDIA H200 (sm_90); torch's CUDA {cuda} is newer "
+        "than rocmdoctor's tables",
+        (Finding.info(why.format(date=KB_DATE) + "; driver 590.44.01 meets the CUDA 13.x minimum "
+                      "(>= 580)"),), None)
+    old = NvidiaDriver().run(nv_host({QUERY_KEY: H200}, cuda=cuda))
+    assert (old.status, old.findings[8:]) == (Status.FAIL, (Finding.error(
+        f"torch's CUDA {cuda} needs driver >= 580 (CUDA 13.x minor version compatibility); this "
+        "is 570.133.20"),))
+
+
 def test_driver_not_talking() -> None:
     said = ("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. "
             "Make sure that the latest NVIDIA driver is installed and running.")
@@ -226,6 +331,8 @@ def test_cuda_support_rules(target: str, how: Optional[str]) -> None:
     # Arch-specific "a" binaries run on that exact capability only.
     assert cuda_support("sm_90", ["sm_90a"]) == "native"
     assert cuda_support("sm_103", ["sm_100a"]) is None
+    # ...and a binary for a later major does not run on an earlier one.
+    assert cuda_support("sm_86", ["sm_90", "sm_100"]) is None
 
 
 def cuda_host(arch_list: list[str], cap: list[int], name: str) -> SnapshotHost:

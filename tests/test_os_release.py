@@ -138,6 +138,20 @@ def test_rhel_listed_exactly() -> None:
         "(listed: RHEL 9.4)", [], source=DOCS.format(v="6.4.3"))
 
 
+def test_sles_service_pack_is_not_compared_as_an_ubuntu_point_release() -> None:
+    # SLES 15 SP6 says VERSION="15-SP6", VERSION_ID="15.6" (synthetic, os-release format): only
+    # Ubuntu's point releases (22.04.4 against 22.04.5) are worth a note.
+    sles = ('NAME="SLES"\nVERSION="15-SP6"\nVERSION_ID="15.6"\nPRETTY_NAME="SUSE Linux '
+            'Enterprise Server 15 SP6"\nID="sles"\nID_LIKE="suse"\n'
+            'CPE_NAME="cpe:/o:suse:sles:15:sp6"\n')
+    assert check(with_rocm(sles)) == expected(
+        Status.PASS, "SUSE Linux Enterprise Server 15 SP6 is supported by ROCm 6.3.4 (listed: "
+        "SLES 15 SP6)",
+        [Finding.info("ROCm 6.3.4 is checked against the matrix column for 6.3.3, the nearest "
+                      "release of its series")],
+        source=HISTORICAL_60)
+
+
 def test_unlisted_release_warns_with_the_supported_list() -> None:
     assert check(with_rocm(UBUNTU_18_04_4)) == expected(
         Status.WARN, "Ubuntu 18.04.4 LTS is not listed for ROCm 6.3.4",

@@ -114,6 +114,18 @@ def test_unreadable_card_is_noted_and_others_still_count() -> None:
         Finding.info("card1: the level could not be read (the GPU may be suspended or "
                      "resetting)"),
     ))
+    # ...whichever card comes first
+    first = {LEVEL.format("card0"): {"type": "file", "mode": "0644"}}
+    assert run(host({**card("card0", None), **card("card1", "low")}, first)) == expect(
+        Status.WARN, "card1 held at low clocks (card1: low)", (
+            Finding.info("card0: the level could not be read (the GPU may be suspended or "
+                         "resetting)"),
+            Finding.error("card1: low: clocks are forced to the lowest power state; training "
+                          "runs slower than with auto")),
+        Fix("Return card1 to auto (this lasts until reboot; `sudo rocm-smi --setperflevel auto` "
+            "does the same for every GPU). If the level comes back after a reboot, a udev rule "
+            "or a service sets it.", (f"echo auto | sudo tee {LEVEL.format('card1')}",),
+            needs_root=True))
     only_unreadable = host(card("card1", None), unreadable)
     assert run(only_unreadable) == expect(
         Status.SKIP, "no AMD GPU's performance level could be read")

@@ -12,6 +12,7 @@ from rocmdoctor.checks.ppfeaturemask import PARAM_FILE, PPFeatureMask
 from rocmdoctor.host.snapshot import SnapshotHost
 from rocmdoctor.kb.boot import GRUB_COMMANDS
 from rocmdoctor.kb.ppfeatures import (
+    AMD_SHARED_H,
     AMDGPU_DRV_C,
     DEFAULT_MASK,
     FEATURES_BY_BIT,
@@ -66,6 +67,19 @@ def test_old_default_in_decimal_uint_format_passes() -> None:
         Finding.info("0xffffbfff is the default of kernels before 2021 (OverDrive off)"),))
 
 
+def test_the_default_set_by_hand_names_each_place_and_no_other_option() -> None:
+    # The default written out on the command line and in modprobe.d, beside another amdgpu
+    # option (runpm=0) that is no business of this check.
+    conf = "options amdgpu runpm=0\noptions amdgpu ppfeaturemask=0xfff7bfff\n"
+    h = host({PARAM_FILE: "0xfff7bfff\n", "/etc/modprobe.d/amdgpu.conf": conf,
+              "/proc/cmdline": "BOOT_IMAGE=/vmlinuz ro amdgpu.ppfeaturemask=0xfff7bfff\n"})
+    assert run(h) == expect(Status.PASS, "ppfeaturemask 0xfff7bfff is the kernel default", (
+        Finding.info("0xfff7bfff is the default since 2021 (OverDrive and GFX DCS off)"),
+        Finding.info("set on the kernel command line: amdgpu.ppfeaturemask=0xfff7bfff"),
+        Finding.info("set in /etc/modprobe.d/amdgpu.conf:2: options amdgpu "
+                     "ppfeaturemask=0xfff7bfff")))
+
+
 def test_all_bits_on_the_command_line_enables_overdrive() -> None:
     h = host({PARAM_FILE: "0xffffffff\n",
               "/proc/cmdline": "BOOT_IMAGE=/vmlinuz ro amdgpu.ppfeaturemask=0xffffffff\n"})
@@ -93,6 +107,24 @@ def test_modprobe_options_that_trade_gfxoff_for_overdrive() -> None:
                "Debian/Ubuntu, dracut -f on Fedora/RHEL) and reboot; the driver then uses its "
                "default mask.", ("sudo sed -i '2s/^/# /' /etc/modprobe.d/amdgpu.conf",),
                needs_root=True), AMDGPU_DRV_C)
+
+
+def test_gfxoff_off_on_the_old_default_is_sourced_to_the_bit_table() -> None:
+    # 0xffff3fff: the pre-2021 default (0xffffbfff) with GFXOFF cleared; on a current kernel it
+    # also turns GFX DCS on. No OverDrive: the source is the bit table (amd_shared.h), not the
+    # driver's OverDrive taint (amdgpu_drv.c).
+    conf = "options amdgpu ppfeaturemask=0xffff3fff\n"
+    h = host({PARAM_FILE: "0xffff3fff\n", "/etc/modprobe.d/amdgpu.conf": conf})
+    assert run(h) == expect(
+        Status.WARN, "ppfeaturemask 0xffff3fff differs from the default 0xfff7bfff: GFX_DCS on; "
+        "GFXOFF off", (
+            Finding.info("set in /etc/modprobe.d/amdgpu.conf:1: options amdgpu "
+                         "ppfeaturemask=0xffff3fff"),
+            Finding.error(GFX_DCS), Finding.error(GFXOFF),
+        ), Fix("Comment out the options line, rebuild the initramfs (update-initramfs -u on "
+               "Debian/Ubuntu, dracut -f on Fedora/RHEL) and reboot; the driver then uses its "
+               "default mask.", ("sudo sed -i '1s/^/# /' /etc/modprobe.d/amdgpu.conf",),
+               needs_root=True), AMD_SHARED_H)
 
 
 def test_dpm_off_from_an_unknown_place() -> None:

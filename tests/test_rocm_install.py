@@ -411,6 +411,64 @@ def test_pip_installed_sdk_is_the_root_and_python_packages() -> None:
         root(core, "7.14.0", "rocm-sdk path --root", "Python packages")])
 
 
+def test_a_stale_hip_path_beside_a_pip_installed_root_is_fixed_in_the_environment() -> None:
+    # The pip-installed SDK is the root (found before /opt/rocm); ROCm#6285's leftover HIP_PATH.
+    core = "/home/u/.venv/lib/python3.12/site-packages/_rocm_sdk_core"
+    probe = {"executable": "/home/u/.venv/bin/python", "packages": {"rocm-sdk-core": "7.14.0"},
+             "rocm_sdk": {"_rocm_sdk_core": core, "_rocm_sdk_devel": None},
+             "torch": {"imported": False, "error": "No module named 'torch'"}}
+    host = host_of(files=classic_files(), paths={**CLASSIC_PATHS, core: {"type": "dir"}},
+                   python=probe, env={"HIP_PATH": "/opt/rocm-7.2.3/hip"})
+    assert check(host) == expected(
+        Status.WARN, "ROCm 6.3.4 at /opt/rocm-6.3.4: HIP_PATH=/opt/rocm-7.2.3/hip does not exist",
+        [root(core, "7.14.0", "rocm-sdk path --root", "Python packages"),
+         Finding.info("/opt/rocm -> /etc/alternatives/rocm -> /opt/rocm-6.3.4"),
+         Finding.error("HIP_PATH=/opt/rocm-7.2.3/hip does not exist: a leftover of an earlier "
+                       "install (hipconfig and clang look for HIP there)")],
+        Fix("Point the environment at one ROCm (put these lines in your shell profile to keep "
+            "them); the pip-installed ROCm's folder is what `rocm-sdk path --root` prints.",
+            ("unset HIP_PATH",)))
+
+
+def test_a_hip_path_inside_the_installed_rocm_passes() -> None:
+    host = host_of(files=classic_files(), paths={**CLASSIC_PATHS, "/opt/rocm/hip": {"type": "dir"}},
+                   env={"HIP_PATH": "/opt/rocm/hip", "PATH": "/opt/rocm/bin:/usr/bin"})
+    assert check(host) == expected(Status.PASS, "ROCm 6.3.4 at /opt/rocm-6.3.4", [
+        OPT_634, Finding.info("/opt/rocm -> /etc/alternatives/rocm -> /opt/rocm-6.3.4")])
+
+
+def test_a_hip_path_inside_another_install_warns() -> None:
+    files = classic_files()
+    files["/opt/rocm-6.2.4/.info/version"] = "6.2.4\n"  # second install (synthetic)
+    host = host_of(files=files, paths={**CLASSIC_PATHS, "/opt/rocm-6.2.4": {"type": "dir"}},
+                   env={"HIP_PATH": "/opt/rocm-6.2.4"})
+    assert check(host) == expected(
+        Status.WARN, "ROCm 6.3.4 at /opt/rocm-6.3.4 (2 installs): HIP_PATH names another ROCm "
+        "install",
+        [OPT_634, Finding.info("/opt/rocm -> /etc/alternatives/rocm -> /opt/rocm-6.3.4"),
+         Finding.info("2 ROCm installs side by side: 6.3.4 (/opt/rocm-6.3.4), "
+                      "6.2.4 (/opt/rocm-6.2.4)"),
+         Finding.error("HIP_PATH=/opt/rocm-6.2.4 is inside /opt/rocm-6.2.4, not ROCm 6.3.4 "
+                       "(/opt/rocm-6.3.4)")],
+        Fix("Point the environment at one ROCm install (put these lines in your shell profile "
+            "to keep them); to switch /opt/rocm itself run `sudo update-alternatives --config "
+            "rocm` (needs root).", ("unset HIP_PATH",)))
+
+
+def test_hip_platform_nvidia_on_a_distribution_rocm_is_fixed_in_the_environment() -> None:
+    # Fedora 40's ROCm 6.0.0 under /usr (ROCm/hip#3520's version file), HIP_PLATFORM=nvidia.
+    cmake = 'set(PACKAGE_VERSION "6.0.0")\n'
+    host = host_of(files={"/usr/lib64/cmake/hip/hip-config-version.cmake": cmake},
+                   paths={**AMDGPU, "/usr/lib64/libamdhip64.so.6": {"type": "file"}},
+                   env={"HIP_PLATFORM": "nvidia"})
+    assert check(host) == expected(
+        Status.WARN, "ROCm 6.0.0 at /usr: HIP_PLATFORM=nvidia on an AMD machine",
+        [root("/usr", "6.0.0", "the distribution's ROCm version files", "distribution packages"),
+         Finding.error("HIP_PLATFORM=nvidia makes hipcc and hipconfig build for NVIDIA GPUs")],
+        Fix("Point the environment at the distribution's ROCm (put these lines in your shell "
+            "profile to keep them).", ("unset HIP_PLATFORM",)))
+
+
 def test_rocm_root_option_comes_first() -> None:
     data = make_snapshot(files={**classic_files(), "/opt/rocm-6.2.4/.info/version": "6.2.4\n"},
                          paths=CLASSIC_PATHS, env={"ROCM_PATH": "/opt/rocm-6.3.4"})

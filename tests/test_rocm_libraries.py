@@ -296,6 +296,37 @@ def test_real_ld_library_path_to_opt_rocm_shadows_the_wheel() -> None:
             "finds its own (in your shell profile too).", ("unset LD_LIBRARY_PATH",)), LD_SO)
 
 
+def test_a_shadow_through_the_loader_configuration_is_named_beside_ld_library_path() -> None:
+    # AMD's post-install step writes /opt/rocm/lib and /opt/rocm/lib64 to
+    # /etc/ld.so.conf.d/rocm.conf; LD_LIBRARY_PATH holds an unrelated folder.
+    libs = {**WHEEL, "hip": "/opt/rocm/lib/libamdhip64.so.6"}
+    entry = child(libs, ld_library_path=("/usr/local/lib",),
+                  candidates={"hip": ["/opt/rocm/lib/libamdhip64.so.6", WHEEL["hip"]]})
+    conf = "/etc/ld.so.conf.d/rocm.conf"
+    h = host(entry, files={"/etc/ld.so.conf": "include /etc/ld.so.conf.d/*.conf\n",
+                           conf: "/opt/rocm/lib\n/opt/rocm/lib64\n"},
+             paths={conf: {"type": "file"}})
+    origins = {**dict.fromkeys(KEYS, OWN), "hip": "the system ROCm"}
+    assert run(h) == CHECK.result(
+        Status.WARN, "torch loads the HIP runtime from /opt/rocm/lib/libamdhip64.so.6 (system "
+        "packages); the HIP runtime from /opt/rocm/lib shadows torch's own",
+        [*listing(libs, origins),
+         Finding.error(f"HIP runtime: /opt/rocm/lib/libamdhip64.so.6, found through the loader "
+                       f"configuration {conf} (/opt/rocm/lib), is loaded instead of "
+                       f"{WHEEL['hip']}")],
+        Fix(f"Remove the folder from the loader configuration {conf} (/opt/rocm/lib) (needs "
+            "root) and rebuild the loader's cache with `sudo ldconfig`."), LD_SO)
+
+
+def test_the_deadline_covers_the_probe_and_the_library_load_child() -> None:
+    # Run alone (`--only rocm-libraries`) the check waits for the probe, then for its child.
+    from rocmdoctor.facts.libload import LIBLOAD_TIMEOUT_S
+    from rocmdoctor.host.probe import PROBE_TIMEOUT_S
+
+    assert CHECK.deadline_s is not None
+    assert CHECK.deadline_s > PROBE_TIMEOUT_S + LIBLOAD_TIMEOUT_S
+
+
 def test_real_therock_venv_loads_the_sdk() -> None:
     # TheRock#1113: libamdhip64.so.7 from site-packages/_rocm_sdk_core/lib; gfx110X-dgpu on gfx1100.
     name = "uv-pip-install-rocm-sdk-core-libraries-gfx110x-dgpu-and-ldd-libtorch-therock-rocm7.0.0rc20250731-TRUNCATED.txt"
@@ -352,6 +383,17 @@ def test_real_ld_preload_of_a_missing_file() -> None:
                          "it with an error in every process") in result.findings
     assert (result.status, result.fix) == (Status.WARN, Fix("Remove the entry from LD_PRELOAD.",
                                                              ("unset LD_PRELOAD",)))
+    # with /etc/ld.so.preload injecting a ROCm library too, the variable (no root) goes first
+    system = "/opt/rocm/lib/libamdhip64.so.6"
+    both = run(host(child(WHEEL, ld_preload=(path,)), files={"/etc/ld.so.preload": system + "\n"},
+                    paths={system: {"type": "file"}}))
+    assert (both.status, both.findings[-1], both.fix) == (
+        Status.WARN, Finding.error(f"/etc/ld.so.preload injects {system} into every process, "
+                                   "ahead of the copy torch brings"),
+        Fix("Remove the entry from LD_PRELOAD.", ("unset LD_PRELOAD",)))
+    only_file = run(host(child(WHEEL), files={"/etc/ld.so.preload": system + "\n"},
+                         paths={system: {"type": "file"}}))
+    assert only_file.fix == Fix("Remove the entry from /etc/ld.so.preload (needs root).")
 
 
 def test_sudo_is_named() -> None:

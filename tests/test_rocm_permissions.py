@@ -82,6 +82,25 @@ def test_sticky_world_writable_folder_and_symlinks_are_not_flagged() -> None:
     assert check(machine(paths)).status is Status.PASS
 
 
+def test_a_setgid_world_writable_folder_is_flagged() -> None:
+    # Only the sticky bit (1777, as /tmp) keeps others from replacing files; setgid (2777) does not.
+    paths = tree({"/lib": entry("dir", "2777")})
+    assert check(machine(paths)) == expected(
+        Status.FAIL, "1 world-writable ROCm path(s) under /opt/rocm-6.3.4",
+        [Finding.error("/opt/rocm-6.3.4/lib is world-writable (mode 2777, owner root): any "
+                       "local user can change what GPU programs load")],
+        Fix(FIX_TEXT, commands=("sudo chmod o-w /opt/rocm-6.3.4/lib",), needs_root=True))
+
+
+def test_a_tree_with_only_its_root_folder_counts_one_path() -> None:
+    # rocm-core alone: the version file's folder, no bin or lib yet.
+    assert check(machine({ROOT: entry("dir", "0755")})) == expected(
+        Status.PASS, "1 ROCm path under /opt/rocm-6.3.4 is readable by alice and none is "
+        "world-writable",
+        [Finding.hint(f"{ROOT}{rel} does not exist") for rel in (
+            "/bin", "/lib", "/bin/rocminfo", "/lib/libamdhip64.so", "/lib/libhsa-runtime64.so")])
+
+
 def test_unreadable_root_fails_with_recursive_chmod() -> None:
     closed = entry("dir", "0750", readable=False, executable=False)
     paths = tree({

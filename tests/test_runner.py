@@ -200,3 +200,35 @@ def test_the_registry_prerequisites_are_known_ids_in_no_cycle() -> None:
             if dep not in seen:
                 seen.add(dep)
                 todo.extend(checks[dep].depends)
+
+
+def test_every_check_that_reads_the_probe_says_so() -> None:
+    """`rocmdoctor check` starts the torch probe at once, and records its facts in the JSON
+    report, only when a selected check declares `uses_python`: a check that reads the probe
+    without it waits for a probe started late (`--only` it) and leaves the report without
+    them. Each check runs on the real H200 snapshot and two ROCm machines of real captures."""
+    from typing import Any, Optional
+
+    from rocmdoctor.checks.registry import all_checks
+    from rocmdoctor.host.snapshot import SnapshotHost, load_snapshot
+    from tests.test_h200_replay import SNAPSHOT
+    from tests.test_torch_checks import gfx1150_host, mi300x_host
+
+    class Asking(SnapshotHost):
+        asked = False
+
+        def python(self) -> Optional[dict[str, Any]]:
+            self.asked = True
+            return super().python()
+
+    readers = set()
+    for check in all_checks(opt_in=True):
+        for data in (load_snapshot(str(SNAPSHOT)), gfx1150_host().data, mi300x_host().data):
+            host = Asking(data)
+            if check.applies(host) is None:
+                check.run(host)
+            if host.asked:
+                readers.add(check.id)
+    declared = {c.id for c in all_checks(opt_in=True) if c.uses_python}
+    assert "miopen-db" in readers and "torch-device" in readers
+    assert sorted(readers - declared) == []

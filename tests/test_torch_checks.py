@@ -21,6 +21,7 @@ from rocmdoctor.checks.torch_rocm_match import TorchRocmMatch
 from rocmdoctor.checks.torchvision_match import TorchvisionMatch
 from rocmdoctor.facts.nvidia_gpus import QUERY_KEY
 from rocmdoctor.host.snapshot import SnapshotHost
+from rocmdoctor.kb import KB_DATE
 from rocmdoctor.kb import torch_wheels as tw
 from rocmdoctor.model import CheckResult, Finding, Fix, Status
 from tests.helpers import char_dev, fixture_text, make_snapshot
@@ -326,6 +327,27 @@ def test_cpu_wheel_on_an_amd_machine_gets_the_rocm_index_of_the_system_rocm() ->
              "https://download.pytorch.org/whl/rocm6.3",)))
 
 
+def test_a_cpu_torch_shadowing_a_rocm_one_says_the_wrong_build_first() -> None:
+    # A CPU wheel in the user's site-packages imported before the ROCm wheel pip recorded.
+    probe = cpu_wheel_probe()
+    probe["packages"]["torch"] = "2.5.1+rocm6.2"
+    probe["torch"]["location"] = "/home/alice/.local/lib/python3.11/site-packages/torch"
+    host = rocm_host(probe, rocm_version=fixture_text(
+        "rocm-info-version-6.3.4-76-classic-layout.txt").strip())
+    assert whole(TorchInstall().run(host)) == (
+        Status.FAIL, "torch 2.13.0+cpu is a CPU build on an AMD machine",
+        (Finding.error("torch 2.13.0+cpu is a CPU build, but this is an AMD machine (the amdgpu "
+                       "driver is loaded, /dev/kfd exists, ROCm is installed): torch cannot use "
+                       "the GPU"),
+         Finding.hint("the imported torch (/home/alice/.local/lib/python3.11/site-packages/"
+                      "torch) is 2.13.0+cpu, but pip's metadata says 2.5.1+rocm6.2: two installs "
+                      "shadow each other")),
+        Fix("Install the ROCm build of PyTorch with the pip of /home/alice/venv/bin/python "
+            "(rocm6.3 fits the installed ROCm 6.3.4).",
+            ("pip install --force-reinstall torch torchvision --index-url "
+             "https://download.pytorch.org/whl/rocm6.3",)))
+
+
 def test_cpu_wheel_on_a_cpu_machine_passes() -> None:
     host = plain_host(python=cpu_wheel_probe())
     assert whole(TorchInstall().run(host)) == (
@@ -338,14 +360,49 @@ def test_rocm_wheel_on_an_nvidia_machine_gets_a_cuda_index_for_its_driver() -> N
     host = plain_host(
         python=probe, commands={QUERY_KEY: smi},
         paths={"/dev/nvidiactl": {"type": "char", "mode": "0666"}})
-    r = TorchInstall().run(host)
-    assert (r.status, r.summary) == (
-        Status.FAIL, "torch 2.9.1+rocm7.2.0.git7e1940d4 is a ROCm build on an NVIDIA machine")
-    assert r.fix == Fix(
-        "Install the CUDA build of PyTorch with the pip of /usr/bin/python3 (cu126 is the "
-        "newest build driver 570.133.20 can run).",
-        ("pip install --force-reinstall torch torchvision --index-url "
-         "https://download.pytorch.org/whl/cu126",))
+    assert whole(TorchInstall().run(host)) == (
+        Status.FAIL, "torch 2.9.1+rocm7.2.0.git7e1940d4 is a ROCm build on an NVIDIA machine",
+        (Finding.error("torch 2.9.1+rocm7.2.0.git7e1940d4 is a ROCm build, but this is an "
+                       "NVIDIA machine (/dev/nvidiactl exists): torch cannot use the GPU"),),
+        Fix("Install the CUDA build of PyTorch with the pip of /usr/bin/python3 (cu126 is the "
+            "newest build driver 570.133.20 can run).",
+            ("pip install --force-reinstall torch torchvision --index-url "
+             "https://download.pytorch.org/whl/cu126",)))
+
+
+@pytest.mark.parametrize(("nvidia", "why", "index"), [
+    (False, "cpu: no GPU here", "cpu"),
+    (True, "cu126 is the newest build driver 570.133.20 can run", "cu126"),
+])
+def test_torch_not_installed_gets_the_index_of_the_machine(nvidia: bool, why: str,
+                                                           index: str) -> None:
+    probe = {"executable": "/usr/bin/python3", "version": "3.12.3", "packages": {},
+             "torch": {"imported": False, "error": "ModuleNotFoundError: No module named "
+                       "'torch'", "traceback": "..."}}
+    smi = "0, NVIDIA H200, 570.133.20, 9.0, Enabled, 700.00, 700.00, 143771, GPU-1, 0:18:00.0\n"
+    host = plain_host(python=probe, **(
+        {"commands": {QUERY_KEY: smi}, "paths": {"/dev/nvidiactl": {"type": "char",
+                                                                    "mode": "0666"}}}
+        if nvidia else {}))
+    assert whole(TorchInstall().run(host)) == (
+        Status.FAIL, "torch is not installed in /usr/bin/python3",
+        (Finding.error("ModuleNotFoundError: No module named 'torch'"),),
+        Fix(f"Install PyTorch with the pip of /usr/bin/python3 ({why}).",
+            (f"pip install torch torchvision --index-url https://download.pytorch.org/whl/"
+             f"{index}",)))
+
+
+def test_an_imported_torch_other_than_pips_is_two_installs() -> None:
+    # The MI300X container's source build imported, while pip's metadata names another torch.
+    probe = probe_from_collect_env(MI300X_ENV, device_count=8, arch_list=["gfx90a", "gfx942"],
+                                   bundles_rocm=False)
+    probe["packages"]["torch"] = "2.4.1+rocm6.1"
+    probe["torch"]["location"] = "/usr/local/lib/python3.10/dist-packages/torch"
+    assert whole(TorchInstall().run(rocm_host(probe, rocm_version="6.2.0"))) == (
+        Status.PASS, "torch 2.5.0a0+gitcedc116 imports; ROCm build fits the AMD GPU",
+        (Finding.hint("the imported torch (/usr/local/lib/python3.10/dist-packages/torch) is "
+                      "2.5.0a0+gitcedc116, but pip's metadata says 2.4.1+rocm6.1: two installs "
+                      "shadow each other"),), None)
 
 
 def test_torch_not_installed() -> None:
@@ -426,6 +483,36 @@ def test_torch_2_9_1_with_torchvision_0_15_2(torch: str, vision: str, line: str)
         Fix(f"Install the torchvision that pairs with torch {torch}.", (line,)))
 
 
+@pytest.mark.parametrize(("torch", "vision", "what", "index"), [
+    ("2.5.1+cu124", "0.20.1+cu121", "a CUDA (cu124) build, torchvision a CUDA (cu121)", "cu124"),
+    ("2.5.1+rocm6.2", "0.20.1+cpu", "a ROCm 6.2 build, torchvision a CPU", "rocm6.2"),
+    # torch 2.6's ROCm index has three parts (rocm6.2.4)
+    ("2.6.0+rocm6.2.4", "0.21.0+cpu", "a ROCm 6.2 build, torchvision a CPU", "rocm6.2.4"),
+])
+def test_a_pair_from_two_indexes_fails(torch: str, vision: str, what: str, index: str) -> None:
+    probe = cpu_wheel_probe(vision)
+    probe["torch"]["version"] = torch
+    want = vision.split("+")[0]
+    assert whole(TorchvisionMatch().run(plain_host(python=probe))) == (
+        Status.FAIL, f"torchvision {vision} with torch {torch}: different builds",
+        (Finding.error(f"torch is {what} build: torchvision's compiled operators will not "
+                       "load"),),
+        Fix(f"Install the torchvision that pairs with torch {torch}.",
+            (f"pip install torchvision=={want} --index-url https://download.pytorch.org/whl/"
+             f"{index}",)))
+
+
+@pytest.mark.parametrize(("torch", "vision"), [
+    ("2.5.1", "0.20.1+cu124"),  # PyPI's untagged torch is the default CUDA (12.4) build
+    ("2.5.1+rocm6.2", "0.20.1a0+6194369"),  # torchvision built from source against it
+])
+def test_a_pair_of_one_build_passes(torch: str, vision: str) -> None:
+    probe = cpu_wheel_probe(vision)
+    probe["torch"]["version"] = torch
+    assert whole(TorchvisionMatch().run(plain_host(python=probe))) == (
+        Status.PASS, f"torchvision {vision} with torch {torch}: a matching pair", (), None)
+
+
 def test_matching_official_pair_passes_and_patch_mismatch_warns() -> None:
     probe = cpu_wheel_probe("0.20.1+rocm6.2")
     probe["torch"]["version"] = "2.5.1+rocm6.2"
@@ -491,6 +578,54 @@ def test_780m_gets_the_newest_wheel_with_gfx1103_and_the_override_as_a_hint() ->
             "for why the runtime hides the GPU."))
 
 
+@pytest.mark.parametrize(("arch", "name", "fix"), [
+    # RDNA1: in no ROCm wheel's list (kb.torch_wheels.INDEX_TARGETS) and no override reported.
+    ("gfx1010", "AMD Radeon RX 5700 XT", "No official PyTorch wheel includes gfx1010: build "
+     "PyTorch from source with PYTORCH_ROCM_ARCH=gfx1010."),
+    # a target newer than the tables
+    ("gfx1300", "AMD Radeon Graphics", f"gfx1300 is newer than what this rocmdoctor knows, "
+     f"tables dated {KB_DATE}: no wheel in its tables includes it. Check PyTorch's current ROCm "
+     "wheels, or build PyTorch from source with PYTORCH_ROCM_ARCH=gfx1300."),
+])
+def test_a_target_no_wheel_has_is_built_from_source(arch: str, name: str, fix: str) -> None:
+    probe = probe_from_collect_env(WSL_ENV, arch_list=ROCM62_TARGETS)
+    probe["torch"].update(version="2.5.1+rocm6.2", hip="6.2.41133-dd7f95766", device_count=1,
+                          devices=[{"index": 0, "name": name, "arch": arch}])
+    assert whole(TorchArchSupport().run(rocm_host(probe))) == (
+        Status.FAIL, f"{arch} is not among the targets compiled into torch 2.5.1+rocm6.2",
+        (Finding.error(f"GPU 0 {name} is {arch}; torch 2.5.1+rocm6.2 was compiled for "
+                       f"{', '.join(ROCM62_TARGETS)}"),), Fix(fix))
+
+
+@pytest.mark.parametrize(("rocm", "index", "hint"), [
+    # ROCm 6.2.0's index has no gfx1201: the newest index that has it (its wheels bundle ROCm)
+    ("6.2.0", "7.14", (Finding.hint(
+        "ROCm 6.2.0 predates AMD's support for gfx1201: AMD lists it from ROCm 6.4.1 on "
+        "(https://rocm.docs.amd.com/en/docs-6.4.1/about/release-notes.html)"),)),
+    # ROCm 6.4.1, the first release AMD lists gfx1201 in: its own index, no hint
+    ("6.4.1", "6.4", ()),
+])
+def test_rx9070_on_a_rocm62_wheel_gets_an_index_with_gfx1201(
+        rocm: str, index: str, hint: tuple[Finding, ...]) -> None:
+    probe = probe_from_collect_env(WSL_ENV, arch_list=ROCM62_TARGETS)
+    probe["torch"].update(version="2.5.1+rocm6.2", hip="6.2.41133-dd7f95766", device_count=1,
+                          devices=[{"index": 0, "name": "AMD Radeon RX 9070 XT",
+                                    "arch": "gfx1201"}])
+    assert whole(TorchArchSupport().run(rocm_host(probe, rocm_version=rocm))) == (
+        Status.FAIL, "gfx1201 is not among the targets compiled into torch 2.5.1+rocm6.2",
+        (Finding.error("GPU 0 AMD Radeon RX 9070 XT is gfx1201; torch 2.5.1+rocm6.2 was "
+                       f"compiled for {', '.join(ROCM62_TARGETS)}"), *hint),
+        Fix(f"Install a PyTorch build that includes gfx1201 (the rocm{index} wheels do).",
+            ("pip install --force-reinstall torch torchvision --index-url "
+             f"https://download.pytorch.org/whl/rocm{index}",)))
+
+
+def test_arch_support_applies_on_a_gpu_machine_and_not_on_a_cpu_one() -> None:
+    assert TorchArchSupport().applies(mi300x_host()) is None
+    probe = probe_from_collect_env(GFX1150_ENV, arch_list=ROCM64_TARGETS)
+    assert TorchArchSupport().applies(plain_host(python=probe)) == "no GPU on this machine"
+
+
 # --- torch-device --------------------------------------------------------------------------
 
 def test_torch_sees_fewer_gpus_than_rocminfo_warns() -> None:
@@ -509,6 +644,44 @@ def test_hip_visible_devices_explains_the_count() -> None:
     assert whole(TorchDevice().run(host)) == (
         Status.PASS, "torch sees 1 GPU (HIP_VISIBLE_DEVICES=0); no smoke test ran",
         (Finding.info("GPU 0: AMD Radeon RX 6800 XT"),), None)
+
+
+def test_rocr_visible_devices_applies_to_the_gpus_sysfs_lists() -> None:
+    """Without rocminfo the GPUs come from the KFD topology in sysfs, which does not apply
+    ROCR_VISIBLE_DEVICES (rocminfo does): the check applies it. The MI300X box of the vLLM
+    capture, its four GPU nodes as tests/test_visible_devices.py writes them."""
+    from tests.test_visible_devices import MI300X_SYSFS
+
+    def host(count: int) -> SnapshotHost:
+        probe = probe_from_collect_env(MI300X_ENV, device_count=count,
+                                       arch_list=["gfx90a", "gfx942"], bundles_rocm=False)
+        return SnapshotHost(make_snapshot(
+            files={**MI300X_SYSFS, "/opt/rocm/.info/version": "6.2.0\n"},
+            paths={"/dev/kfd": char_dev()}, dirs={"/sys/module/amdgpu": ["initstate"]},
+            python=probe, env={"ROCR_VISIBLE_DEVICES": "0,1"},
+            commands={"rocminfo": {"returncode": 127, "stdout": "", "not_found": True,
+                                   "stderr": "rocminfo: command not found"}}))
+
+    gpu = "AMD Instinct MI300X (gfx942:sramecc+:xnack-)"
+    assert whole(TorchDevice().run(host(2))) == (
+        Status.PASS, "torch sees 2 GPUs (ROCR_VISIBLE_DEVICES=0,1); no smoke test ran",
+        (Finding.info(f"GPU 0: {gpu}"), Finding.info(f"GPU 1: {gpu}")), None)
+    mi300 = "gfx942 Instinct MI300X/MI300A/MI325X"
+    assert whole(TorchDevice().run(host(1))) == (
+        Status.WARN, "torch sees 1 GPU; the KFD topology lists 2 (ROCR_VISIBLE_DEVICES=0,1)",
+        (Finding.info(f"GPU 0: {gpu}"),
+         Finding.error(f"the KFD topology lists 2 (ROCR_VISIBLE_DEVICES=0,1): {mi300}; "
+                       f"{mi300}")),
+        Fix("Check HIP_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES (see visible-devices)."))
+
+
+def test_torch_device_applies_to_a_gpu_torch_can_use() -> None:
+    assert TorchDevice().applies(mi300x_host()) is None
+    # the 890M's ROCm torch on a machine with no GPU, and a CPU wheel on an AMD machine
+    assert TorchDevice().applies(plain_host(python=probe_from_collect_env(GFX1150_ENV))) == (
+        "no GPU on this machine")
+    assert TorchDevice().applies(rocm_host(cpu_wheel_probe(), rocm_version="7.2.0")) == (
+        "torch is a CPU build (see torch-install)")
 
 
 def test_smoke_failure_names_the_device() -> None:

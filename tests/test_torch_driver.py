@@ -153,3 +153,56 @@ def test_a_torch_without_rocm_is_named_by_its_build(cuda: Any, kind: str) -> Non
     version = probe["torch"]["version"]
     assert TorchRocmMatch().applies(rocm_host(probe)) == (
         f"torch {version} is {kind} build, not a ROCm build")
+
+
+# --- verdicts AMD's tables do not give -----------------------------------------------------
+
+def test_an_unconfirmed_module_number_does_not_warn() -> None:
+    """6.8.5 was seen on a ROCm 6.2 host (ollama#6685) but is in no AMD package name: the 6.2.x
+    driver's row stops at 7.0, yet a 7.2 wheel on it is only noted."""
+    host = rocm_host(official("2.10.0+rocm7.2", "7.2.53211"), rocm_version="6.2.4-120",
+                     dkms="6.8.5")
+    assert whole(TorchRocmMatch().run(host)) == (
+        Status.PASS, "torch built for ROCm 7.2.1-7.2.4 (HIP 7.2.53211); system ROCm 6.2.4",
+        (Finding.info(BUNDLED.format("2.10.0+rocm7.2")),
+         Finding.info("the amdgpu-dkms driver 6.8.5 (AMD GPU Driver 6.2.x): AMD's table does not "
+                      "list it with ROCm 7.2 user space, but this module number is not confirmed "
+                      "by an AMD package name")), None)
+
+
+@pytest.mark.parametrize(("version", "hip", "built", "year"), [
+    ("2.10.0+rocm7.2", "7.2.53211", "ROCm 7.2.1-7.2.4 (HIP 7.2.53211)",
+     "; from ROCm 6.4 on AMD supports driver and user space up to a year apart"),
+    ("2.5.1+rocm6.2", "6.2.41133-dd7f95766", "ROCm 6.2.0 (HIP 6.2.41133)", ""),
+])
+def test_a_preview_driver_is_not_judged(version: str, hip: str, built: str, year: str) -> None:
+    """The 31.30 driver (amdgpu-dkms 6.19.4.31300000) is a preview AMD's table leaves out; the
+    one-year rule holds from ROCm 6.4 on, so it is named for a 7.2 wheel, not for a 6.2 one."""
+    host = rocm_host(official(version, hip), dkms="6.19.4")
+    assert whole(TorchRocmMatch().run(host)) == (
+        Status.PASS, f"torch built for {built}; no system ROCm (not needed by the wheel)",
+        (Finding.info(BUNDLED.format(version)),
+         Finding.info("the amdgpu-dkms driver 6.19.4 (AMD GPU Driver 31.30.x): AMD's table lists "
+                      f"no ROCm release for this preview driver{year}")), None)
+
+
+def test_a_technology_preview_wheel_is_not_judged() -> None:
+    # 7.11-7.13 are technology previews whose notes name no driver (7.9 and 7.10 do).
+    host = rocm_host(official("2.11.0+rocm7.13.0", "7.13.99004"), dkms="6.16.6")
+    assert whole(TorchRocmMatch().run(host)) == (
+        Status.PASS, "torch built for ROCm 7.13 (HIP 7.13.99004); no system ROCm (not needed by "
+        "the wheel)",
+        (Finding.info(BUNDLED.format("2.11.0+rocm7.13.0")),
+         Finding.info("the amdgpu-dkms driver 6.16.6 (AMD GPU Driver 30.20.x): ROCm 7.13 is a "
+                      "technology-preview release, which AMD's driver table does not list")), None)
+
+
+def test_a_hip_newer_than_the_tables_leaves_the_driver_unchecked() -> None:
+    # Past HIP 7.14 the ROCm release no longer follows the HIP number (ROCm 10.0 ships HIP 7.15).
+    host = rocm_host(official("2.15.0.dev0+rocm11.0", "7.17.26500"), dkms="6.19.14")
+    assert whole(TorchRocmMatch().run(host)) == (
+        Status.PASS, "torch built for ROCm ? (HIP 7.17.26500); no system ROCm (not needed by the "
+        "wheel)",
+        (Finding.info(BUNDLED.format("2.15.0.dev0+rocm11.0")),
+         Finding.info("the amdgpu-dkms driver 6.19.14 (AMD GPU Driver 31.40.x): the ROCm release "
+                      "torch was built for is unknown, so it was not checked")), None)

@@ -137,6 +137,13 @@ ROCM_CASES: list[tuple[str, dict[str, str], CheckResult]] = [
         (INFO(f"ROCR_VISIBLE_DEVICES=0 selects {DGPU}, {APU}"),
          INFO("ROCR_VISIBLE_DEVICES cannot be checked entry by entry without the KFD topology "
               "in sysfs; rocminfo, which honours it, shows 2 GPU(s)")))),
+    # ...not even an index past rocminfo's list: rocminfo's list is already the selection
+    (IGPU, {"ROCR_VISIBLE_DEVICES": "5"}, expect(
+        Status.PASS, "ROCR_VISIBLE_DEVICES=5: 2 of 2 GPUs visible "
+        f"({DGPU}, {APU})",
+        (INFO(f"ROCR_VISIBLE_DEVICES=5 selects {DGPU}, {APU}"),
+         INFO("ROCR_VISIBLE_DEVICES cannot be checked entry by entry without the KFD topology "
+              "in sysfs; rocminfo, which honours it, shows 2 GPU(s)")))),
 ]
 
 
