@@ -206,3 +206,34 @@ def test_a_hip_newer_than_the_tables_leaves_the_driver_unchecked() -> None:
         (Finding.info(BUNDLED.format("2.15.0.dev0+rocm11.0")),
          Finding.info("the amdgpu-dkms driver 6.19.14 (AMD GPU Driver 31.40.x): the ROCm release "
                       "torch was built for is unknown, so it was not checked")), None)
+
+
+@pytest.mark.parametrize(("rocm_version", "why"), [
+    # ROCm 6.4 installed on the 6.0 driver: the wheel that fits it would fail the same way
+    ("6.4.1", "rocm6.2.4 is the newest ROCm index AMD tests with the 6.0.x driver; the wheel "
+              "brings its own ROCm libraries"),
+    # no system ROCm: not the newest index (7.14), which this driver cannot run either
+    (None, "rocm6.2.4 is the newest ROCm index AMD tests with the 6.0.x driver; the wheel "
+           "brings its own ROCm libraries"),
+    # a system ROCm the driver is tested with: its index, as before
+    ("6.1.3", "rocm6.1 fits the installed ROCm 6.1.3"),
+])
+def test_the_fix_for_an_old_driver_is_a_wheel_that_driver_is_tested_with(
+        rocm_version: Any, why: str) -> None:
+    # amdgpu-dkms 6.3.6 is AMD GPU Driver 6.0.x: "5.6.x, 5.7.x, 6.0.x, 6.1.x, 6.2.x" (AMD's
+    # table). The wheel's ROCm 6.4 is not among them.
+    host = rocm_host(official("2.7.1+rocm6.4", "6.4.43482-0f2d60242"),
+                     rocm_version=rocm_version, dkms="6.3.6")
+    result = TorchRocmMatch().run(host)
+    assert result.status is Status.WARN
+    assert result.findings[-1] == Finding.error(
+        "the amdgpu-dkms driver 6.3.6 (AMD GPU Driver 6.0.x) is tested with ROCm 5.6, 5.7, 6.0, "
+        "6.1, 6.2 user space, not 6.4")
+    index = why.split(" ", 1)[0]
+    assert result.fix == Fix(
+        f"Install the torch build for the driver's ROCm ({why}), or upgrade the driver with "
+        "amdgpu-install.",
+        (f"pip install --force-reinstall torch torchvision --index-url "
+         f"https://download.pytorch.org/whl/{index}",))
+    assert index[4:] in tw.rocm_indexes()
+    assert drivers.kmd_verdict("6.0", index[4:]).tested is True
