@@ -33,7 +33,7 @@ MODULES=(
   "checks/amdgpu_firmware.py||tests/test_amdgpu_firmware.py"
   "checks/collectives.py||tests/test_collectives.py"
   "checks/container.py||tests/test_container.py"
-  "checks/debug_env.py||tests/test_torch_checks.py tests/test_runner.py"
+  "checks/debug_env.py||tests/test_debug_env.py"
   "checks/gfx_override.py||tests/test_gfx_override.py"
   "checks/gpu_agents.py||tests/test_gpu_agents.py"
   "checks/gpu_health.py||tests/test_gpu_health.py"
