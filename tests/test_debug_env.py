@@ -56,10 +56,10 @@ def test_the_value_torch_suggests_after_an_illegal_address_is_named_with_its_cos
 
 
 def test_several_are_named_in_the_table_order_and_the_first_gives_the_source() -> None:
-    env = {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1", "MIOPEN_LOG_LEVEL": "5",
+    env = {"PYTORCH_NO_HIP_MEMORY_CACHING": "1", "MIOPEN_LOG_LEVEL": "5",
            "CUDA_LAUNCH_BLOCKING": "yes", "MIOPEN_CHECK_NUMERICS": "0x1", "AMD_LOG_LEVEL": "0"}
     names = ["CUDA_LAUNCH_BLOCKING", "MIOPEN_LOG_LEVEL", "MIOPEN_CHECK_NUMERICS",
-             "PYTORCH_NO_CUDA_MEMORY_CACHING"]
+             "PYTORCH_NO_HIP_MEMORY_CACHING"]
     assert check(env) == CheckResult(
         "debug-env", TITLE, Status.WARN, f"{', '.join(names)} set: GPU work runs slower",
         tuple(Finding.error(f"{n}={env[n]}: {COST[n]}; for debugging only") for n in names),
