@@ -110,6 +110,15 @@ def test_needed_on_the_780m() -> None:
         (INFO(f"GPU 0 ({M780}): {NEEDED_780M}"),), source=ROCM_4557)
 
 
+def test_leading_zeros_are_the_same_value_libhsakmt_reads() -> None:
+    # libhsakmt reads each number with sscanf's %u: 11.0.00 is 11.0.0, the value reported to
+    # work on the 780M (kb.parse_override).
+    text = NEEDED_780M.replace("; 11.0.0 runs", "; 11.0.00 runs")
+    assert run(host(APU_780M, {"HSA_OVERRIDE_GFX_VERSION": "11.0.00"})) == expect(
+        Status.PASS, f"HSA_OVERRIDE_GFX_VERSION=11.0.00 is needed: {text}",
+        (INFO(f"GPU 0 ({M780}): {text}"),), source=ROCM_4557)
+
+
 def test_wrong_family_on_the_780m() -> None:
     text = ("wrong family: 10.3.0 selects gfx1030 (RDNA2) code for a RDNA3 GPU (gfx1103); code "
             "for another family does not run on it")
