@@ -115,6 +115,31 @@ def test_the_card_behind_the_chipset_port_is_skipped_for_atomics() -> None:
             entry_fix("kfd-pci-rejects-atomics"), ENTRY["kfd-pci-rejects-atomics"].source)
 
 
+def test_every_gpu_after_one_another_driver_drives_is_still_judged() -> None:
+    # The capture's kernel log; an older card on radeon first, then two RX 570s, both behind
+    # PCH ports and absent from KFD.
+    dmesg = fixture_text(RX570).split("# lspci -tv")[0].split("\n", 1)[1]
+    h = machine([pci("0000:01:00.0", "0x1002", "0x6779", "0x030000", ("0000:00:01.0",),
+                     driver="radeon"),
+                 pci("0000:02:00.0", "0x1002", "0x67df", "0x030000", ("0000:00:1c.0",)),
+                 pci("0000:03:00.0", "0x1002", "0x67df", "0x030000", ("0000:00:1c.4",))],
+                files=CPU_NODE, commands={"dmesg": dmesg})
+    rejected = ("[1002:67df]: not in the KFD topology: the path to it rejects PCIe atomics "
+                "(kernel log: kfd kfd: skipped device 1002:67df, PCI rejects atomics)")
+    assert run(ATOMICS, h) == ATOMICS.result(
+        Status.FAIL, "2 of 3 AMD GPU(s) on the PCI bus are not in the KFD topology: "
+        "0000:02:00.0: the path to it rejects PCIe atomics", (
+            Finding.info("0000:01:00.0 [1002:6779]: driven by radeon, not amdgpu: ROCm does not "
+                         "use it"),
+            Finding.error(f"0000:02:00.0 {rejected}"),
+            Finding.info("0000:02:00.0 sits below 1 bridge(s), from the root port: "
+                         "0000:00:1c.0"),
+            Finding.error(f"0000:03:00.0 {rejected}"),
+            Finding.info("0000:03:00.0 sits below 1 bridge(s), from the root port: "
+                         "0000:00:1c.4")),
+        entry_fix("kfd-pci-rejects-atomics"), ENTRY["kfd-pci-rejects-atomics"].source)
+
+
 def session_line(text: str, command: str) -> str:
     lines = text.splitlines()
     return lines[lines.index(next(x for x in lines if x.endswith(command))) + 1]
