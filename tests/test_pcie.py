@@ -115,6 +115,28 @@ def test_the_card_behind_the_chipset_port_is_skipped_for_atomics() -> None:
             entry_fix("kfd-pci-rejects-atomics"), ENTRY["kfd-pci-rejects-atomics"].source)
 
 
+def test_without_location_ids_a_kfd_node_is_matched_by_its_own_device_id() -> None:
+    # The capture's kernel log (no location_id in its KFD topology) with an RX 570 skipped
+    # and an R9 Fury (1002:7300, gfx803 too) that KFD added.
+    dmesg = fixture_text(RX570).split("# lspci -tv")[0].split("\n", 1)[1]
+    h = machine([pci("0000:01:00.0", "0x1002", "0x67df", "0x030000", ("0000:00:1c.0",)),
+                 pci("0000:02:00.0", "0x1002", "0x7300", "0x030000", ("0000:00:01.0",))],
+                files={**CPU_NODE, **kfd_node(1, {"simd_count": 256, "vendor_id": 0x1002,
+                                                   "device_id": 0x7300,
+                                                   "gfx_target_version": 80003})},
+                commands={"dmesg": dmesg})
+    assert run(ATOMICS, h) == ATOMICS.result(
+        Status.FAIL, "1 of 2 AMD GPU(s) on the PCI bus is not in the KFD topology: "
+        "0000:01:00.0: the path to it rejects PCIe atomics", (
+            Finding.info("0000:02:00.0 [1002:7300]: KFD node 1"),
+            Finding.error("0000:01:00.0 [1002:67df]: not in the KFD topology: the path to it "
+                          "rejects PCIe atomics (kernel log: kfd kfd: skipped device 1002:67df, "
+                          "PCI rejects atomics)"),
+            Finding.info("0000:01:00.0 sits below 1 bridge(s), from the root port: "
+                         "0000:00:1c.0")),
+        entry_fix("kfd-pci-rejects-atomics"), ENTRY["kfd-pci-rejects-atomics"].source)
+
+
 def test_every_gpu_after_one_another_driver_drives_is_still_judged() -> None:
     # The capture's kernel log; an older card on radeon first, then two RX 570s, both behind
     # PCH ports and absent from KFD.
