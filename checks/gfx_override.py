@@ -147,7 +147,9 @@ class GfxOverride(Check):
         if arch is not None and target not in arch:
             return Verdict(Status.FAIL, f"{target} is not in PyTorch's arch list either, so "
                            f"the override cannot help {real}", fix)
-        reports = [r for r in kb.override_reports(real) if r.value == value]
+        # As libhsakmt reads the value (11.0.00 is 11.0.0), not as it is spelled.
+        reports = [r for r in kb.override_reports(real)
+                   if kb.parse_override(r.value) == kb.parse_override(value)]
         if reports and not reports[0].works:
             return Verdict(Status.WARN, f"{value} on {real}: {reports[0].note}", unset,
                            reports[0].source)

@@ -119,9 +119,11 @@ UUID = re.compile(
     r"\b(?:GPU-)?[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"
     r"|\bGPU-[0-9a-fA-F]{8,}\b"
 )
+# The value never starts with = or : so that a heading such as rocm-smi's
+# "==== Serial Number ====" stays whole.
 SERIAL = re.compile(
     r"(?i)\b(serial(?:[ _]number)?|unique[ _]?id|asic_serial|product_serial|fru_id)"
-    r"(\"?\s*[:=]\s*\"?)([^\s\",]+)"
+    r"(\"?\s*[:=]\s*\"?)([^\s\",=:][^\s\",]*)"
 )
 HOME = re.compile(r"/home/[^/\s\"':]+")
 # TorchInductor's default cache folder carries the account name (torch/_inductor/runtime/

@@ -331,6 +331,49 @@ def test_torch_facts_from_real_captures() -> None:
     assert release_of("nightly") is None
 
 
+def test_a_cpu_build_on_an_amd_machine_is_judged_by_the_rocm_rules() -> None:
+    # hipMallocAsync is a backend only torch's ROCm parser knows; without a GPU the CUDA
+    # rules apply (the check's choice when torch names no GPU build).
+    env = {"PYTORCH_HIP_ALLOC_CONF": "backend:hipMallocAsync"}
+    amd = SnapshotHost(make_snapshot(env=env, python=probe("2.13.0+cpu"),
+                                     paths={"/sys/module/amdgpu": {"type": "dir"}}))
+    cpu_info = Finding.info("torch is a CPU build: allocator settings only take effect with a "
+                            "ROCm or CUDA build")
+    assert dataclasses.replace(run_one(AllocatorConfig(), amd), duration_ms=0) == expected(
+        Status.PASS, "PYTORCH_HIP_ALLOC_CONF='backend:hipMallocAsync' is valid and in effect "
+        "(torch 2.13.0)", [cpu_info], None, kb.CUDA_NOTES)
+    assert check(env, probe("2.13.0+cpu")).summary == (
+        "PYTORCH_HIP_ALLOC_CONF is invalid: torch raises ValueError: Unknown allocator "
+        "backend, options are native and cudaMallocAsync")
+
+
+def test_expandable_segments_with_max_split_size_is_no_risk_on_cuda() -> None:
+    value = "expandable_segments:True,max_split_size_mb:128"
+    assert check({"PYTORCH_CUDA_ALLOC_CONF": value},
+                 probe("2.13.0+cu128", cuda="12.8")) == expected(
+        Status.PASS, f"PYTORCH_CUDA_ALLOC_CONF={value!r} is valid and in effect (torch 2.13.0)",
+        [], None, kb.CUDA_NOTES)
+
+
+def test_an_invalid_winner_is_named_first_and_each_shadowed_variable_after_it() -> None:
+    env = {"PYTORCH_CUDA_ALLOC_CONF": "max_split_size_mb=128",
+           "PYTORCH_HIP_ALLOC_CONF": "max_split_size_mb:256",
+           "PYTORCH_ALLOC_CONF": "max_split_size_mb:512"}
+    order = "PYTORCH_CUDA_ALLOC_CONF, PYTORCH_HIP_ALLOC_CONF, PYTORCH_ALLOC_CONF"
+    raises = ("ValueError: Unrecognized key 'max_split_size_mb=128' in Accelerator allocator "
+              "config.")
+    assert check(env, TORCH_213_ROCM72) == expected(
+        Status.FAIL, f"PYTORCH_CUDA_ALLOC_CONF is invalid: torch raises {raises}",
+        [Finding.error(f"PYTORCH_CUDA_ALLOC_CONF='max_split_size_mb=128': torch 2.13.0 raises "
+                       f"{raises} at the first GPU allocation"),
+         *(Finding.error(f"{var} is shadowed: torch 2.13.0 uses only the first variable set, "
+                         f"in the order {order}; PYTORCH_CUDA_ALLOC_CONF wins")
+           for var in ("PYTORCH_HIP_ALLOC_CONF", "PYTORCH_ALLOC_CONF"))],
+        Fix(SET_ONLY.format("PYTORCH_CUDA_ALLOC_CONF"),
+            ("export PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:128",
+             "unset PYTORCH_ALLOC_CONF PYTORCH_HIP_ALLOC_CONF")), ALLOC_CPP)
+
+
 # --- the parser ---------------------------------------------------------------------------
 
 # What the torch 2.13 CPU wheel does with each value (test_parser_agrees_with_torch checks it).

@@ -189,6 +189,15 @@ def test_a_failed_dkms_build_and_no_module_fails() -> None:
         (failure_finding(),), failed_build_fix(), KERNEL_SUPPORT)
 
 
+def test_a_failed_build_for_another_kernel_is_not_blamed_on_the_running_one() -> None:
+    # The same make.log (built against 4.18.0-490), booted into the previous 4.18.0-477.
+    older = "4.18.0-477.el8.x86_64"
+    with_log = run(host(files={**LIVE, MAKE_LOG_PATH: MAKE_LOG}, kernel=older))
+    assert with_log == run(host(files=LIVE, kernel=older))
+    assert with_log.status is Status.PASS
+    assert with_log.summary == f"amdgpu loaded and live (inbox driver of kernel {older})"
+
+
 def test_a_stale_dkms_tree_breaks_dkms_status() -> None:
     session = fixture_text(
         "dkms-status-error-could-not-locate-dkms.conf-stale-amdgpu6.7.0-tree-kernel6.8.0-45-ubuntu22.04.txt")

@@ -290,3 +290,44 @@ def test_the_launcher_writes_the_collectives_format_rocmdoctor_names() -> None:
     from rocmdoctor.host import collectives_launch
 
     assert collectives_launch.SCHEMA == schemas.COLLECTIVES
+
+
+def test_a_sweep_from_below_one_mib_names_its_sizes_in_kib() -> None:
+    def small_first(run: dict[str, Any]) -> None:
+        run["allreduce"].insert(0, {"bytes": 65536, "time_s": 2.9e-05, "algbw_gbs": 2.26,
+                                    "busbw_gbs": 2.26})
+
+    result = _replay_run(small_first)
+    prefix = "all-reduce bus bandwidth by message size: "
+    assert H200X2_SWEEP.startswith(prefix)
+    assert result.findings[1].text == prefix + "64 KiB 2.3 GB/s, " + H200X2_SWEEP[len(prefix):]
+    assert result.summary == _replay().summary
+
+
+def test_ranks_hung_in_different_stages_are_named_by_stage() -> None:
+    def hung(run: dict[str, Any]) -> None:
+        for rank, stage in zip(run["ranks"], ("init_process_group", "import torch")):
+            rank.update(state="hung", stage=stage, message=f"no progress in stage '{stage}'",
+                        ended_s=None, returncode=None)
+
+    result = _replay_run(hung)
+    assert (result.status, result.summary) == (
+        Status.FAIL, "2 of 2 ranks hung and were killed: rank 0 in 'init_process_group'; rank 1 "
+        "in 'import torch'")
+    assert [f.text for f in result.findings[1:]] == [
+        "rank 0: hung: no progress in stage 'init_process_group'",
+        "rank 1: hung: no progress in stage 'import torch'"]
+    assert result.fix == Fix(text="Rerun with NCCL's log on and read the first error it prints.",
+                             commands=("NCCL_DEBUG=INFO rocmdoctor check --collectives --only "
+                                       "collectives -v",))
+
+
+def test_lines_before_the_launchers_result_are_passed_over() -> None:
+    from rocmdoctor.host.snapshot import SnapshotHost, load_snapshot
+
+    data = load_snapshot(H200X2)
+    key = next(k for k in data["commands"] if k.startswith("rocmdoctor-collectives "))
+    data["commands"][key]["stdout"] = ("W1201 12:00:00.000000 torch/distributed/run.py:793] "
+                                       "Setting OMP_NUM_THREADS to 1\n"
+                                       + data["commands"][key]["stdout"])
+    assert _run(SnapshotHost(data)) == _replay()

@@ -37,6 +37,9 @@ DOCKER_FIX_TEXT = ("Start the container with --device=/dev/kfd --device=/dev/dri
                    "number, as `ls -ln /dev/kfd /dev/dri/renderD*` on the host shows it: names "
                    "differ between host and container).")
 ROOT = {"name": "root", "uid": 0, "groups": ["root"]}
+GID_FIX = ("Start the container with --group-add {0}: `docker run --group-add {0} <image>` (a "
+           "group is given by its number, as `ls -ln /dev/kfd /dev/dri/renderD*` on the host "
+           "shows it: names differ between host and container).")
 
 
 def body_after(name: str, prompt_end: str) -> list[str]:
@@ -331,3 +334,48 @@ def test_wrong_typed_files_give_a_result() -> None:
     data["paths"]["/dev/kfd"] = {"type": "char", "gid": "not a number", "mode": "zz"}
     result = run(SnapshotHost(data))
     assert result.status in (Status.PASS, Status.FAIL)
+
+
+def test_a_container_given_only_dev_kfd_misses_the_render_nodes() -> None:
+    dev = char_dev(group="render", gid=109)
+    h = host(files={"/.dockerenv": ""}, paths={**AMDGPU, "/dev/kfd": dev}, user=ROOT)
+    assert run(h) == expect(
+        Status.FAIL, "this Docker container was started without /dev/dri/renderD*",
+        [Finding.info("in a Docker container: /.dockerenv exists"),
+         Finding.info("/dev/kfd: group 109 (render), mode 0660"),
+         Finding.error("AMD GPU on the host, but /dev/dri/renderD* is missing in this "
+                       "container")],
+        Fix(DOCKER_FIX_TEXT), kb.AMD_DOCKER)
+
+
+def test_only_dev_kfd_blocked_when_the_render_node_is_in_the_video_group() -> None:
+    # ROCm-docker#116's user (rocm-user sudo video) with the older layout: renderD128 in
+    # video (44), /dev/kfd in the host's render group (993).
+    kfd = char_dev(group=None, gid=993, readable=False, writable=False)  # type: ignore[arg-type]
+    h = host(files={"/.dockerenv": "", "/proc/self/status": "Gid:\t1000\nGroups:\t27 44 1000\n"},
+             paths={**AMDGPU, "/dev/kfd": kfd, "/dev/dri/renderD128": char_dev("video", gid=44)},
+             user={"name": "rocm-user", "uid": 1000, "groups": ["rocm-user", "sudo", "video"]})
+    assert run(h) == expect(
+        Status.FAIL, "this Docker container cannot open /dev/kfd (group 993 not among this "
+        "process's groups)",
+        [Finding.info("in a Docker container: /.dockerenv exists"),
+         Finding.info("/dev/kfd: group 993 (no name), mode 0660"),
+         Finding.info("/dev/dri/renderD128: group 44 (video), mode 0660"),
+         Finding.info("this process's groups (numeric): 27 44 1000")],
+        Fix(GID_FIX.format(993)), kb.ROCM_DOCKER_GID)
+
+
+def test_a_group_id_above_the_overflow_id_is_a_real_group_to_add() -> None:
+    # A directory-service group (gids past 65534 are common there) without a user namespace.
+    dev = char_dev(group="gpu-users", gid=1234567, readable=False, writable=False)
+    h = host(files={"/.dockerenv": "", "/proc/self/status": "Gid:\t1000\nGroups:\t44 1000\n"},
+             paths={**AMDGPU, "/dev/kfd": dev, "/dev/dri/renderD128": dev},
+             user={"name": "alice", "uid": 1000, "groups": ["alice", "video"]})
+    assert run(h) == expect(
+        Status.FAIL, "this Docker container cannot open /dev/kfd, /dev/dri/renderD128 (groups "
+        "1234567 not among this process's groups)",
+        [Finding.info("in a Docker container: /.dockerenv exists"),
+         Finding.info("/dev/kfd: group 1234567 (gpu-users), mode 0660"),
+         Finding.info("/dev/dri/renderD128: group 1234567 (gpu-users), mode 0660"),
+         Finding.info("this process's groups (numeric): 44 1000")],
+        Fix(GID_FIX.format(1234567)), kb.ROCM_DOCKER_GID)

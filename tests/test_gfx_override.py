@@ -110,6 +110,15 @@ def test_needed_on_the_780m() -> None:
         (INFO(f"GPU 0 ({M780}): {NEEDED_780M}"),), source=ROCM_4557)
 
 
+def test_leading_zeros_are_the_same_value_libhsakmt_reads() -> None:
+    # libhsakmt reads each number with sscanf's %u: 11.0.00 is 11.0.0, the value reported to
+    # work on the 780M (kb.parse_override).
+    text = NEEDED_780M.replace("; 11.0.0 runs", "; 11.0.00 runs")
+    assert run(host(APU_780M, {"HSA_OVERRIDE_GFX_VERSION": "11.0.00"})) == expect(
+        Status.PASS, f"HSA_OVERRIDE_GFX_VERSION=11.0.00 is needed: {text}",
+        (INFO(f"GPU 0 ({M780}): {text}"),), source=ROCM_4557)
+
+
 def test_wrong_family_on_the_780m() -> None:
     text = ("wrong family: 10.3.0 selects gfx1030 (RDNA2) code for a RDNA3 GPU (gfx1103); code "
             "for another family does not run on it")
@@ -293,3 +302,24 @@ def test_same_family_without_a_report() -> None:
     assert run(host(NPU, {"HSA_OVERRIDE_GFX_VERSION": "11.0.1"})) == expect(
         Status.WARN, f"HSA_OVERRIDE_GFX_VERSION=11.0.1: {text}",
         (HINT(f"GPU 0 (gfx1150 AMD Radeon Graphics): {text}"),), UNSET, kb.LLVM_GENERIC)
+
+
+def test_the_usual_rdna3_value_on_a_gfx1152_is_not_the_one_reported_to_work() -> None:
+    # A Krackan Point APU read from the KFD topology (no rocminfo): 11.0.0 is a value of the
+    # same family, but the report for gfx1152 is 11.5.0 (llama.cpp#19949).
+    text = ("11.0.0 is not the value reported to work for gfx1152; that is 11.5.0 (runs the "
+            "gfx1150 (Radeon 890M) code on this RDNA3.5 APU, which has the same register file)")
+    python = {"executable": "/usr/bin/python3", "version": "3.11.7",
+              "torch": {"imported": True, "arch_list": ROCM6_WHEEL}}
+    files = {"/opt/rocm/.info/version": "6.2.1\n",
+             f"{KFD_NODES}/0/properties": kfd_node(0, 0, 0, 0, cpu_cores=16),
+             f"{KFD_NODES}/1/properties": kfd_node(8, 2, 110502, 0, cpu_cores=12),
+             f"{KFD_NODES}/0/name": "\n", f"{KFD_NODES}/1/name": "ip discovery\n"}
+    snap = make_snapshot(env={"HSA_OVERRIDE_GFX_VERSION": "11.0.0"}, files=files, python=python)
+    h = SnapshotHost(snap, strict=True, absent=SIGNALS + ("rocminfo",))
+    assert run(h) == expect(
+        Status.WARN, f"HSA_OVERRIDE_GFX_VERSION=11.0.0: {text}",
+        (HINT(f"GPU 0 (gfx1152 Radeon 860M/840M (Krackan Point)): {text}"),),
+        Fix("Set the override to the value that works for this GPU.",
+            commands=("export HSA_OVERRIDE_GFX_VERSION=11.5.0",)),
+        "https://github.com/ggml-org/llama.cpp/issues/19949")

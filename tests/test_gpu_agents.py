@@ -7,7 +7,7 @@ from typing import Any, Optional
 
 import pytest
 
-from rocmdoctor.checks.gpu_agents import GPU_ISOLATION, ROCMINFO_DOC, GpuAgents
+from rocmdoctor.checks.gpu_agents import GPU_ISOLATION, ROCMINFO_DOC, GpuAgents, size_text
 from rocmdoctor.facts.amd_gpus import KFD_NODES, amd_gpus
 from rocmdoctor.host.snapshot import SnapshotHost
 from rocmdoctor.kb.rocminfo_failures import DMESG_KFD, ROCMINFO_FAILURES
@@ -348,3 +348,46 @@ def test_igpu_left_visible_by_rocr_visible_devices_gets_a_uuid_value() -> None:
     assert run(h) == expect(
         Status.WARN, "integrated GPU beside the discrete one: gfx1036 AMD Radeon Graphics (GPU 1)",
         IGPU_FINDINGS + (IGPU_HINT,), igpu_fix("GPU-e0ce170bfa1769dd"), GPU_ISOLATION)
+
+
+def test_a_timeout_without_a_recorded_wait_says_timed_out() -> None:
+    hung = {"returncode": 124, "stdout": "", "stderr": "", "timed_out": True}
+    assert run(host(hung, absent=(KFD_NODES,))) == expect(
+        Status.ERROR, "rocminfo did not answer (timed out)",
+        (HINT("Possible cause: the amdgpu driver or the GPU is stuck (a GPU reset that failed, a "
+              "hung queue), which makes rocminfo hang; the kernel log shows it"),),
+        Fix("Read the kernel log for amdgpu errors; a reboot clears a hung GPU.",
+            commands=(DMESG_KFD,), needs_root=True), ROCMINFO_DOC)
+
+
+def test_a_crash_part_way_names_the_last_line_printed() -> None:
+    # The real RX 7900 XTX output, cut where a crash would stop it.
+    lines = fixture_text("rocminfo-gfx1100-rx7900xtx-ryzen5500-rocm6.0.2.txt").splitlines()[:8]
+    assert lines[-1].startswith("Machine Model:")
+    assert run(host(ran("\n".join(lines) + "\n\n", rc=-11), absent=(KFD_NODES,))) == expect(
+        Status.FAIL, "rocminfo exited with status -11", (ERR(f"Its last line: {lines[-1].strip()}"),),
+        Fix("Read the kernel log for why the GPU is missing.", commands=(DMESG_KFD,),
+            needs_root=True), ROCMINFO_DOC)
+
+
+def test_rocr_visible_devices_set_without_uuids_or_topology_falls_back_to_hip() -> None:
+    # ROCR_VISIBLE_DEVICES indexes every GPU, rocminfo lists only those it exposes: with no
+    # UUID and no KFD topology to map them, the fix uses HIP_VISIBLE_DEVICES.
+    name = "rocminfo-grep-gfx-hsa-override-misreport-gfx1201-egpu-plus-gfx1151-rocm7.1.txt"
+    h = host(ran(fixture_text(name)), env={"ROCR_VISIBLE_DEVICES": "0,1"}, absent=(KFD_NODES,))
+    assert run(h) == expect(
+        Status.WARN, "integrated GPU beside the discrete one: gfx1151 (GPU 1)",
+        (INFO("GPU 0: gfx1201"), INFO("GPU 1: gfx1151, integrated"),
+         HINT("GPU 1 (gfx1151) is the processor's integrated GPU: HIP programs count it as a "
+              "device of their own, so code that uses every GPU or picks one by index can land "
+              "on it")),
+        Fix("Expose only the discrete GPU(s) (gfx1201) to HIP; add the line to your shell "
+            "profile to keep it.", commands=("export HIP_VISIBLE_DEVICES=0",)), GPU_ISOLATION)
+
+
+@pytest.mark.parametrize(("num_bytes", "text"), [
+    (10 * 2**30, "10 GiB"), (int(9.96 * 2**30), "10.0 GiB"), (int(4.04 * 2**30), "4.0 GiB"),
+    (512 * 2**20, "512 MiB"), (2**30 - 1, "1024 MiB"), (192 * 2**30, "192 GiB"),
+])
+def test_size_text(num_bytes: int, text: str) -> None:
+    assert size_text(num_bytes) == text

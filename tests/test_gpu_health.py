@@ -216,3 +216,79 @@ def test_amd_smi_parser_never_raises(text: str) -> None:
 def test_wrong_typed_amd_smi_fields_give_a_result(value: Any) -> None:
     got = run(amd(json.dumps([value, {"gpu": 1, "static": value}]), json.dumps([value])))
     assert got.status in (Status.PASS, Status.WARN, Status.FAIL, Status.SKIP)
+
+
+# --- held by mutation testing ----------------------------------------------------------------
+
+NVIDIA_FIX = Fix(
+    "Stop the programs on that GPU and reset it, so that pending row remaps or page "
+    "retirements take effect; a remapping failure or uncorrectable errors that come back "
+    "mean the GPU needs service (NVIDIA's memory error management).",
+    ("sudo nvidia-smi -r -i 00000000:9e:00.0",), needs_root=True)
+
+
+def test_hardware_slowdown_and_mig_mode_are_named_per_gpu() -> None:
+    text = fixture_text(A100)
+    gpu = text.index("GPU 00000000:C2:00.0")
+    section = (text[gpu:]
+               .replace("HW Slowdown                       : Not Active",
+                        "HW Slowdown                       : Active", 1)
+               .replace("HW Thermal Slowdown           : Not Active",
+                        "HW Thermal Slowdown           : Active", 1)
+               .replace("    MIG Mode\n        Current                           : Disabled",
+                        "    MIG Mode\n        Current                           : Enabled", 1))
+    snap = make_snapshot(paths={"/dev/nvidiactl": char_dev("root", "0666")},
+                         commands={"nvidia-smi -q": text[:gpu] + section})
+    name = "NVIDIA A100-SXM4-80GB"
+    pending = ("GPU 0000:9e:00.0 NVIDIA A100-SXM4-80GB: Remapped Rows: Pending: Yes (correctable "
+               "1, uncorrectable 0): a row remap waits for a GPU reset")
+    assert run(SnapshotHost(snap, strict=True, absent=ABSENT)) == CHECK.result(
+        Status.WARN, pending, (
+            clean("0000:68:00.0", name), Finding.hint(pending),
+            Finding.hint(f"GPU 0000:c2:00.0 {name}: clocks lowered now by HW Slowdown, HW "
+                         "Thermal Slowdown"),
+            Finding.info(f"GPU 0000:c2:00.0 {name}: MIG Mode Current: Enabled"),
+            clean("0000:d4:00.0", name)), NVIDIA_FIX, nvidia_xid.MEMORY_ERRORS)
+
+
+def test_thermal_throttling_on_an_instinct_gpu_warns_and_the_power_cap_does_not() -> None:
+    hot = metric(0)
+    hot["throttle"] = {**hot["throttle"], "socket_thermal_violation_status": "ACTIVE"}
+    label = "GPU 0 AMD Instinct MI300X OAM (0000:05:00.0)"
+    throttling = f"{label}: throttling now: socket_thermal_violation_status ACTIVE"
+    assert run(amd([{"gpu": 0, **MI300X}], [{"gpu": 0, **hot}])) == CHECK.result(
+        Status.WARN, throttling, (
+            Finding.info(f"{label}: no uncorrectable ECC errors (total_correctable_count 2, "
+                         "total_deferred_count 0)"),
+            Finding.hint(throttling), Finding.info("partition mode: compute SPX, memory NPS1")),
+        AMD_FIX, AMDSMI_COMMANDS)
+
+
+def test_a_radeon_whose_ras_fields_are_all_n_a_skips() -> None:
+    # amd-smi's static `ras` keys on a GPU without RAS: every value "N/A", the per-block
+    # ecc_block_state a table of its own (amdsmi_commands.py).
+    radeon = {"asic": {"market_name": "AMD Radeon RX 7800 XT"}, "bus": {"bdf": "0000:03:00.0"},
+              "ras": {"eeprom_version": "N/A", "parity_schema": "N/A",
+                      "single_bit_schema": "N/A", "double_bit_schema": "N/A",
+                      "poison_schema": "N/A",
+                      "ecc_block_state": {"UMC": "N/A", "SDMA": "N/A", "GFX": "N/A"}}}
+    assert run(amd([{"gpu": 0, **radeon}], [{"gpu": 0, "ecc": "N/A"}])) == CHECK.skipped(
+        "no GPU here reports ECC or RAS counters (AMD Radeon RX 7800 XT); Instinct GPUs do")
+
+
+def test_partitions_torch_sees_exactly_or_more_than_listed() -> None:
+    cpx = {**MI300X, "partition": {"compute_partition": "CPX", "memory_partition": "NPS4"}}
+    gpus = [{"gpu": i, **cpx} for i in range(8)]
+    metrics = [{"gpu": i, **metric(0)} for i in range(8)]
+
+    def torch(count: int) -> dict[str, Any]:
+        return {"executable": "python3", "version": "3.12", "packages": {"torch": "2.5.1"},
+                "torch": {"imported": True, "error": None, "version": "2.5.1+rocm6.2",
+                          "hip": "6.2.41133", "cuda": None, "available": True,
+                          "device_count": count}}
+
+    assert run(amd(gpus, metrics, python=torch(8))).status is Status.PASS
+    more = run(amd(gpus, metrics, python=torch(64)))
+    assert (more.status, more.summary) == (
+        Status.WARN, "torch sees 64 device(s) but amd-smi lists 8 GPU partitions: in a "
+        "partitioned mode each partition is its own device")

@@ -337,3 +337,39 @@ def test_every_entry_is_sourced_and_has_a_known_level() -> None:
         assert entry.level in ("fail", "warn", "info"), entry.key
         assert entry.kind == "kernel-log", entry.key
     assert DMESG_AMDGPU in ENTRY["amdgpu-ring-timeout"].commands
+
+
+# --- held by mutation testing ----------------------------------------------------------------
+
+
+def test_three_problems_name_two_and_count_the_rest() -> None:
+    body = fixture_text(
+        "dmesg-nvrm-xid-31-mmu-fault-fault-pde-then-xid-13-32-graphics-exception-driver418.txt")
+    assert run(host({"dmesg": body}, nvidia=True)) == CHECK.result(
+        Status.WARN, "the kernel log shows NVIDIA Xid 31 (ROBUST_CHANNEL_FIFO_ERROR_MMU_ERR_FLT); "
+        "NVIDIA Xid 13 (ROBUST_CHANNEL_GR_EXCEPTION) and 1 more (dmesg: 8 lines)", (
+            Finding.hint("NVIDIA Xid 31 (ROBUST_CHANNEL_FIFO_ERROR_MMU_ERR_FLT) (1 line, last at "
+                         "31543.449443): NVRM: Xid (PCI:0000:01:00): 31, Ch 0000003a, intr "
+                         "10000000. MMU Fault: ENGINE GRAPHICS GPCCLIENT_T1_3 faulted @ "
+                         "0x17_00592000. Fault is of type FAULT_PDE ACCESS_TYPE_READ"),
+            Finding.hint("NVIDIA Xid 13 (ROBUST_CHANNEL_GR_EXCEPTION) (4 lines, last at "
+                         "31609.615374): NVRM: Xid (PCI:0000:01:00): 13, Graphics Exception: "
+                         "Class 0x0 Subchannel 0x0 Mismatch"),
+            Finding.hint("NVIDIA Xid 32 (ROBUST_CHANNEL_PBDMA_ERROR) (1 line, last at "
+                         "31609.615516): NVRM: Xid (PCI:0000:01:00): 32, Channel ID 00000052 "
+                         "intr 02000000")),
+        fix_of("nvidia-xid-31", EXPLAIN), ENTRY["nvidia-xid-31"].source)
+
+
+def test_a_first_line_over_220_characters_is_cut_to_217_and_an_ellipsis() -> None:
+    # The NVRM API-mismatch message, its continuation lines joined, is 225 characters.
+    body = fixture_text("dmesg-nvrm-api-mismatch-client-kwin-wayland-pid-new-format-595.84-vs-595.80.txt")
+    cut = ("NVRM: API mismatch: the client 'kwin_wayland' (pid 1005) has the version 595.84, but "
+           "this kernel module has the version 595.80.  Please make sure that this kernel module "
+           "and all NVIDIA driver components have the same ")
+    assert len(cut) == 217
+    got = run(host({"dmesg": body}, nvidia=True))
+    assert got.findings == (Finding.error(
+        f"NVIDIA driver: user space and kernel module differ (1 line, last at 9.424670): {cut}..."),)
+    assert got.summary == ("the kernel log shows NVIDIA driver: user space and kernel module "
+                           "differ (dmesg: 2 lines)")

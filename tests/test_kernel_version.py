@@ -156,6 +156,16 @@ def test_rocm_newer_than_the_tables_checks_only_the_floor() -> None:
                       f"{KB_DATE}; only the 5.15 floor is checked")], source=KERNEL_FLOOR_SOURCE)
 
 
+def test_a_kernel_at_the_floor_meets_it() -> None:
+    # 5.15 itself (Ubuntu 22.04's GA kernel) is the floor, not below it.
+    host = machine(UBUNTU_22_04_4, "5.15.0-91-generic", "10.2.0",  # synthetic version file
+                   path="/opt/rocm/core/.info/version")
+    assert check(host) == expected(
+        Status.PASS, "kernel 5.15.0-91-generic meets the 5.15 floor for ROCm 10.2.0",
+        [Finding.info(f"ROCm 10.2.0 is newer than what this rocmdoctor knows, tables dated "
+                      f"{KB_DATE}; only the 5.15 floor is checked")], source=KERNEL_FLOOR_SOURCE)
+
+
 def test_no_rocm_and_enterprise_passes_with_a_note() -> None:
     host = machine(RHEL_9_4, "5.14.0-427.13.1.el9_4.x86_64")
     assert check(host) == expected(

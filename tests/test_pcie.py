@@ -115,6 +115,53 @@ def test_the_card_behind_the_chipset_port_is_skipped_for_atomics() -> None:
             entry_fix("kfd-pci-rejects-atomics"), ENTRY["kfd-pci-rejects-atomics"].source)
 
 
+def test_without_location_ids_a_kfd_node_is_matched_by_its_own_device_id() -> None:
+    # The capture's kernel log (no location_id in its KFD topology) with an RX 570 skipped
+    # and an R9 Fury (1002:7300, gfx803 too) that KFD added.
+    dmesg = fixture_text(RX570).split("# lspci -tv")[0].split("\n", 1)[1]
+    h = machine([pci("0000:01:00.0", "0x1002", "0x67df", "0x030000", ("0000:00:1c.0",)),
+                 pci("0000:02:00.0", "0x1002", "0x7300", "0x030000", ("0000:00:01.0",))],
+                files={**CPU_NODE, **kfd_node(1, {"simd_count": 256, "vendor_id": 0x1002,
+                                                   "device_id": 0x7300,
+                                                   "gfx_target_version": 80003})},
+                commands={"dmesg": dmesg})
+    assert run(ATOMICS, h) == ATOMICS.result(
+        Status.FAIL, "1 of 2 AMD GPU(s) on the PCI bus is not in the KFD topology: "
+        "0000:01:00.0: the path to it rejects PCIe atomics", (
+            Finding.info("0000:02:00.0 [1002:7300]: KFD node 1"),
+            Finding.error("0000:01:00.0 [1002:67df]: not in the KFD topology: the path to it "
+                          "rejects PCIe atomics (kernel log: kfd kfd: skipped device 1002:67df, "
+                          "PCI rejects atomics)"),
+            Finding.info("0000:01:00.0 sits below 1 bridge(s), from the root port: "
+                         "0000:00:1c.0")),
+        entry_fix("kfd-pci-rejects-atomics"), ENTRY["kfd-pci-rejects-atomics"].source)
+
+
+def test_every_gpu_after_one_another_driver_drives_is_still_judged() -> None:
+    # The capture's kernel log; an older card on radeon first, then two RX 570s, both behind
+    # PCH ports and absent from KFD.
+    dmesg = fixture_text(RX570).split("# lspci -tv")[0].split("\n", 1)[1]
+    h = machine([pci("0000:01:00.0", "0x1002", "0x6779", "0x030000", ("0000:00:01.0",),
+                     driver="radeon"),
+                 pci("0000:02:00.0", "0x1002", "0x67df", "0x030000", ("0000:00:1c.0",)),
+                 pci("0000:03:00.0", "0x1002", "0x67df", "0x030000", ("0000:00:1c.4",))],
+                files=CPU_NODE, commands={"dmesg": dmesg})
+    rejected = ("[1002:67df]: not in the KFD topology: the path to it rejects PCIe atomics "
+                "(kernel log: kfd kfd: skipped device 1002:67df, PCI rejects atomics)")
+    assert run(ATOMICS, h) == ATOMICS.result(
+        Status.FAIL, "2 of 3 AMD GPU(s) on the PCI bus are not in the KFD topology: "
+        "0000:02:00.0: the path to it rejects PCIe atomics", (
+            Finding.info("0000:01:00.0 [1002:6779]: driven by radeon, not amdgpu: ROCm does not "
+                         "use it"),
+            Finding.error(f"0000:02:00.0 {rejected}"),
+            Finding.info("0000:02:00.0 sits below 1 bridge(s), from the root port: "
+                         "0000:00:1c.0"),
+            Finding.error(f"0000:03:00.0 {rejected}"),
+            Finding.info("0000:03:00.0 sits below 1 bridge(s), from the root port: "
+                         "0000:00:1c.4")),
+        entry_fix("kfd-pci-rejects-atomics"), ENTRY["kfd-pci-rejects-atomics"].source)
+
+
 def session_line(text: str, command: str) -> str:
     lines = text.splitlines()
     return lines[lines.index(next(x for x in lines if x.endswith(command))) + 1]
@@ -334,3 +381,62 @@ def test_parsers_never_raise(text: str) -> None:
     parse_width(text)
     for gpu in parse_nvidia_smi_q("GPU 00000000:01:00.0\n" + text):
         _ = (gpu.link, gpu.ecc_enabled, gpu.throttle_reasons, gpu.ecc_total("Volatile", True))
+
+
+# --- pcie-link, held by mutation testing ------------------------------------------------------
+
+FULL_GEN4 = {"current_link_speed": "16.0 GT/s PCIe", "current_link_width": "16",
+             "max_link_speed": "16.0 GT/s PCIe", "max_link_width": "16"}
+
+
+def test_the_integrated_gpu_beside_a_discrete_one_is_left_out() -> None:
+    # A Ryzen 7000 desktop: RX 7800 XT (gfx1101) at 03:00.0 and the gfx1036 iGPU at 10:00.0,
+    # both in KFD with their location_id.
+    h = machine([pci("0000:03:00.0", "0x1002", "0x747e", "0x030000", link=FULL_GEN4),
+                 pci("0000:10:00.0", "0x1002", "0x164e", "0x030000", link=FULL_GEN4)],
+                files={**CPU_NODE,
+                       **kfd_node(1, {"simd_count": 120, "vendor_id": 0x1002, "device_id": 0x747E,
+                                      "gfx_target_version": 110001, "location_id": 0x300,
+                                      "domain": 0}),
+                       **kfd_node(2, {"simd_count": 4, "vendor_id": 0x1002, "device_id": 0x164E,
+                                      "gfx_target_version": 100306, "location_id": 0x1000,
+                                      "domain": 0})})
+    assert run(LINK, h) == LINK.passed("1 GPU link(s) at full width", (Finding.info(
+        "0000:03:00.0 [1002:747e]: Gen4 x16 (16 GT/s) of Gen4 x16 (16 GT/s); 31.51 GB/s per "
+        "direction at full speed"),))
+
+
+def test_two_narrow_links_name_the_first() -> None:
+    h = machine([pci("0000:03:00.0", "0x1002", "0x744c", "0x030000",
+                     link={**FULL_GEN4, "current_link_width": "8"}),
+                 pci("0000:07:00.0", "0x1002", "0x744c", "0x030000",
+                     link={**FULL_GEN4, "current_link_width": "4"})])
+    got = run(LINK, h)
+    assert (got.status, got.summary) == (
+        Status.WARN, "2 GPU link(s) narrower than the card and slot allow: 0000:03:00.0 runs x8 "
+        "of x16")
+    assert got.findings == (
+        Finding.error("0000:03:00.0 [1002:744c]: Gen4 x8 (16 GT/s) of Gen4 x16 (16 GT/s); at most "
+                      "15.75 GB/s per direction host-to-device instead of 31.51 GB/s"),
+        Finding.error("0000:07:00.0 [1002:744c]: Gen4 x4 (16 GT/s) of Gen4 x16 (16 GT/s); at most "
+                      "7.88 GB/s per direction host-to-device instead of 31.51 GB/s"))
+
+
+def test_a_link_with_only_its_speed_readable_is_still_shown() -> None:
+    h = machine([pci("0000:03:00.0", "0x1002", "0x744c", "0x030000",
+                     link={"current_link_speed": "16.0 GT/s PCIe",
+                           "max_link_speed": "16.0 GT/s PCIe"})])
+    assert run(LINK, h) == LINK.passed("1 GPU link(s) at full width", (Finding.info(
+        "0000:03:00.0 [1002:744c]: Gen4 (16 GT/s) of Gen4 (16 GT/s)"),))
+
+
+def test_a_guest_whose_nvidia_smi_hides_every_maximum_generation() -> None:
+    # The H200 KVM guest already reports Host Max N/A; here its Max is hidden too.
+    text = fixture_text("nvidia-smi-q-h200-kvm-guest-gen5-x16-host-max-na-ecc-enabled-driver580.159.txt")
+    shown = "            PCIe Generation\n                Max                                    : 5\n"
+    assert shown in text
+    h = machine([pci("0000:00:06.0", "0x10de", "0x2335", "0x030200")], nvidia=True,
+                commands={"nvidia-smi -q": text.replace(shown, shown.replace(": 5", ": N/A"))})
+    assert run(LINK, h) == LINK.passed("1 GPU link(s) at full width", (Finding.info(
+        "0000:00:06.0 [10de:2335]: Gen5 x16 (32 GT/s) of speed unknown x16, read from "
+        "nvidia-smi -q"),))

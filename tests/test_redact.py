@@ -18,7 +18,7 @@ from rocmdoctor.redact import (
     redact_snapshot,
     redact_value,
 )
-from tests.helpers import make_snapshot
+from tests.helpers import fixture_text, make_snapshot
 
 
 @pytest.mark.parametrize("name", [
@@ -142,3 +142,46 @@ def test_redactor_never_raises_and_is_stable(text: str, user: str, home: str) ->
     once = r(text)
     assert isinstance(once, str)
     assert is_secret_name(text) in (True, False)
+
+
+def test_serial_numbers_and_unique_ids_of_a_real_rocm_smi_capture_are_hidden() -> None:
+    text = fixture_text("rocm-smi-a-gfx942-mi300x-x4-driver6.7.0.txt")
+    expected = text
+    for secret in ("0x8d1457e2c20f59d2", "0xb4fa34630e85d42a", "0xe8986800e182538a",
+                   "0xeff71edc82169115", "692347006052", "692347005894", "692347006047",
+                   "692347005902"):
+        assert secret in expected
+        expected = expected.replace(secret, "<serial>")
+    assert Redactor()(text) == expected
+    assert Redactor(ids=False)(text) == text
+
+
+def test_asic_serial_in_amd_smi_json_is_hidden_keeping_the_json_valid() -> None:
+    text = fixture_text("amd-smi-static-json-gpu_data-envelope-gfx1101-rx7800xt-TRUNCATED.txt")
+    assert Redactor()(text) == text.replace('"asic_serial": "0x4162405E51BB99B0"',
+                                            '"asic_serial": "<serial>"')
+
+
+def test_the_deepest_home_folder_wins() -> None:
+    r = Redactor(home_dirs=("/home/zelvina", "/home/zelvina/work/"))
+    assert r("/home/zelvina/work/a /home/zelvina/b") == "~/a ~/b"
+
+
+def test_a_home_of_slash_is_no_home_but_a_short_one_is() -> None:
+    r = Redactor.for_account("nobody", "h", {"HOME": "/"})
+    assert r("/usr/lib /") == "/usr/lib /"
+    assert Redactor(home_dirs=("/u",))("/u/x /ux") == "~/x /ux"
+
+
+def test_a_blank_account_variable_names_no_account() -> None:
+    r = Redactor.for_account("zelvina", "h", {"USER": "  ", "LOGNAME": ""})
+    assert r("/home/zelvina/a /home/other/b") == "~/a /home/<user>/b"
+
+
+def test_report_environment_values_hide_secrets_unless_redaction_is_off() -> None:
+    r = Redactor.for_account("zelvina", "h", {"HOME": "/home/zelvina"})
+    assert r.env_value("HF_TOKEN", "abc") == REDACTED
+    assert r.env_value("PYTHONPATH", "/home/zelvina/src") == "~/src"
+    off = Redactor.for_account("zelvina", "h", {"HOME": "/home/zelvina"}, enabled=False)
+    assert off.env_value("HF_TOKEN", "abc") == "abc"
+    assert off.env_value("PYTHONPATH", "/home/zelvina/src") == "/home/zelvina/src"
