@@ -297,3 +297,21 @@ def test_the_best_at_your_batch_size_is_confirmed_too() -> None:
     # one that is among the fastest already is not added twice
     assert [t["number"] for t in cf.pick_candidates(tune["baseline"], ok, 3, "fp32", 64)] == [
         1, 2, 7]
+
+
+def test_a_gain_equal_to_the_noise_is_within_it() -> None:
+    assert cf.significant(cf.Speedup(1.5, 1.4, 1.6, 3), 0.5) == (
+        False, "a gain of 50.0% is within the run-to-run noise (50.0%)")
+    assert cf.significant(cf.Speedup(1.5, 1.4, 1.6, 3), 0.49)[0] is True
+
+
+def test_of_two_simpler_equals_the_faster_is_picked() -> None:
+    """Beside trial 2 a copy of it 0.1 % slower in each round (as many changes): both are as
+    fast as trial 10 as far as the rounds tell; trial 2, the faster of the two, is picked."""
+    conf = _h200("resnet50")["confirmation"]
+    winners = {c["trial"]: c for c in conf["candidates"] if c["winner"]}
+    copy = {**winners[2], "trial": 11, "speedup": winners[2]["speedup"] * 0.999}
+    runs = conf["runs"] + [{**r, "trial": 11, "throughput": r["throughput"] * 0.999}
+                           for r in conf["runs"] if r["trial"] == 2]
+    best, over = cf.pick_best([copy, winners[10], winners[2]], runs, conf["noise_cv"])
+    assert best is winners[2] and over is not None and over["trial"] == 10
