@@ -36,7 +36,7 @@ from rocmdoctor.facts.rocm_version import (
     release_of_package,
 )
 from rocmdoctor.facts.torch import imported_skip_reason, torch_info
-from rocmdoctor.facts.torch_wheel import rocm_index_line, rocm_index_line_for_driver
+from rocmdoctor.facts.torch_wheel import rocm_index_line
 from rocmdoctor.host import Host
 from rocmdoctor.kb import torch_wheels as wheels
 from rocmdoctor.model import Check, CheckResult, Finding, Fix, Status
@@ -210,7 +210,7 @@ class TorchRocmMatch(Check):
             return Status.PASS, [Finding.info(f"{where} is tested with ROCm {user} user "
                                               "space")], None
         if verdict.tested is False and firm:
-            line, why = rocm_index_line_for_driver(host, driver)
+            line, why = rocm_index_line(host, driver=driver)
             text = (f"{where}: the ROCm {user} release notes list AMD GPU Driver "
                     f"{', '.join(verdict.listed)}, not {driver}"
                     if verdict.basis == "preview-notes" else

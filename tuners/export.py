@@ -66,12 +66,8 @@ def passed_over_text(verdict: Mapping[str, Any]) -> Optional[str]:
 
 
 def json_text(result: Mapping[str, Any]) -> str:
-    """The `--output` file, with this account's names, home paths and secrets redacted."""
-    from rocmdoctor.host.live import account_redactor
-    from rocmdoctor.redact import redact_tree
-
-    return json.dumps(redact_tree(result, account_redactor()), indent=2, sort_keys=False,
-                      default=str) + "\n"
+    """The `--output` file (the caller redacts the result first, as `rocmdoctor tune` does)."""
+    return json.dumps(result, indent=2, sort_keys=False, default=str) + "\n"
 
 
 def _pct(ratio: Optional[float]) -> str:

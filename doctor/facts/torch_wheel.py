@@ -3,41 +3,32 @@ index for the NVIDIA driver. The pip lines every torch check and `explain` print
 
 from __future__ import annotations
 
+from typing import Optional
+
 from rocmdoctor.facts.nvidia_gpus import nvidia_gpus
 from rocmdoctor.facts.rocm_version import installed_rocm
 from rocmdoctor.host import Host
+from rocmdoctor.kb import driver_support as drivers
 from rocmdoctor.kb import torch_wheels as wheels
 from rocmdoctor.kb.cuda_driver import newest_cuda_for_driver
 
 
-def rocm_index_line(host: Host, force: bool = True) -> tuple[str, str]:
-    """(pip line, why this index) for the ROCm wheel matching the system ROCm."""
+def rocm_index_line(host: Host, force: bool = True, driver: Optional[str] = None
+                    ) -> tuple[str, str]:
+    """(pip line, why this index) for the ROCm wheel matching the system ROCm.
+
+    With `driver` (an AMD GPU Driver release, e.g. "6.0" or "30.20"), only an index whose ROCm
+    AMD tests that driver with: the system ROCm's when it is one, else the newest one (where
+    AMD's table names none, as without `driver`).
+    """
     install = installed_rocm(host)
     index = wheels.rocm_index_for(install.version if install else None)
     why = (f"rocm{index} fits the installed ROCm {install.version}" if install else
            f"rocm{index} is the newest ROCm index; the wheel brings its own ROCm libraries")
-    return wheels.pip_line(f"rocm{index}", force), why
-
-
-def rocm_index_line_for_driver(host: Host, driver: str, force: bool = True
-                               ) -> tuple[str, str]:
-    """(pip line, why this index) for a ROCm wheel the amdgpu driver release `driver` (AMD
-    GPU Driver numbering, e.g. "6.0" or "30.20") is tested with: the index that fits the
-    installed ROCm when the driver is tested with it, else the newest such index. When AMD's
-    table has no row for the driver, or no wheel index is tested with it, the index for the
-    installed ROCm (rocm_index_line)."""
-    from rocmdoctor.kb import driver_support as drivers
-
-    row = drivers.kmd_row(driver)
+    row = drivers.kmd_row(driver) if driver else None
     tested = {wheels.version_tuple(u)[:2] for u in row.user_space} if row else set()
     fits = [i for i in wheels.rocm_indexes() if wheels.version_tuple(i)[:2] in tested]
-    if not fits:
-        return rocm_index_line(host, force)
-    install = installed_rocm(host)
-    index = wheels.rocm_index_for(install.version if install else None)
-    if index in fits and install:
-        why = f"rocm{index} fits the installed ROCm {install.version}"
-    else:
+    if fits and not (install and index in fits):
         index = fits[-1]
         why = (f"rocm{index} is the newest ROCm index AMD tests with the {driver}.x driver; "
                "the wheel brings its own ROCm libraries")
