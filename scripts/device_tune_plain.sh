@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The plain tune on the device machine, longer than one call: `start NAME ARGS...` runs
 # `rocmdoctor tune ARGS... --output/--export/--html` in its own session (it outlives the
-# call), `wait NAME SECONDS` waits for it up to SECONDS, then copies what it wrote under $OUT.
+# call), `wait NAME SECONDS` waits for it up to SECONDS, then packs what it wrote into
+# $OUT/NAME.tar.gz (one file a run: a call brings back at most 8 files).
 #   bash scripts/device_tune_plain.sh start plain --model resnet50
 #   bash scripts/device_tune_plain.sh wait plain 560
 set -uo pipefail
@@ -27,7 +28,7 @@ wait)
   tail -5 "$W/progress.txt"
   if [ -e "$W/done" ]; then
     cat "$W/done" "$W/summary.txt"
-    mkdir -p "$OUT/$name" && cp "$W"/* "$OUT/$name/" 2>/dev/null
+    tar czf "$OUT/$name.tar.gz" -C "$W" .
   else
     echo "still running after $((SECONDS - start)) s"
   fi ;;
