@@ -109,8 +109,14 @@ def test_plain_progress_lines_while_the_probe_hangs(tmp_path: Path) -> None:
     first = re.fullmatch(r"rocmdoctor: waiting for the Python probe \(importing torch\) "
                          r"\(([23]) s\)", lines[0]) if lines else None
     assert first, r.stderr
-    # No more than one line every five seconds: at 2 s and 7 s in a 9 s wait.
-    assert 1 <= len(lines) <= 2, lines
+    # No more than one line every five seconds about the probe: at 2 s and 7 s in a 9 s
+    # wait. Once it is cut off, a loaded machine may take a moment to finish the check: that
+    # wait is named as the checks', at most once.
+    probe = [ln for ln in lines if ln.startswith("rocmdoctor: waiting for the Python probe")]
+    assert 1 <= len(probe) <= 2, lines
+    rest = [ln for ln in lines if ln not in probe]
+    assert len(rest) <= 1 and all(
+        re.fullmatch(r"rocmdoctor: waiting for the checks \(\d+ s\)", ln) for ln in rest), lines
 
 
 @pytest.mark.parametrize("tool", ["rocm-smi", "amd-smi", "nvidia-smi"])
