@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
 import pytest
+import torch
 
 from rocmdoctor.tuners.bench.child import run_bench_child, worker_argv
 from rocmdoctor.tuners.bench.spec import BenchSpec
@@ -164,6 +165,7 @@ def test_resnet50_tiny_image_on_cpu(outcomes: dict[str, Any]) -> None:
     workload = result["workload"]
     assert workload["parameters"] == 25_557_032
     assert workload["optimizer"] == "SGD(lr=0.01, momentum=0.9)"
+    assert workload["optimizer_class"] == "torch.optim.SGD"  # what tune's apply lines name
     assert result["environment"]["knobs"]["settings"] == {"num_threads": 1}
     assert result["environment"]["knobs"]["effective"]["num_threads"] == 1
     # forward FLOPs scale with pixels: 8.18 GFLOP at 224 -> (32/224)^2 of the conv work
@@ -271,3 +273,16 @@ def test_the_parent_never_imports_torch() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert out.strip() == "False"
+
+
+class ScaledAdamW(torch.optim.AdamW):
+    """A user's own optimizer: the apply lines name it by its module, not torch.optim."""
+
+
+def test_the_optimizer_class_is_named_as_a_script_imports_it() -> None:
+    from rocmdoctor.tuners.bench.worker import _class_path
+
+    params = [torch.nn.Parameter(torch.zeros(2))]
+    assert _class_path(torch, torch.optim.AdamW(params)) == "torch.optim.AdamW"
+    assert _class_path(torch, torch.optim.SGD(params, lr=0.1)) == "torch.optim.SGD"
+    assert _class_path(torch, ScaledAdamW(params)) == "tests.test_bench_child.ScaledAdamW"

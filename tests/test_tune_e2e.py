@@ -110,8 +110,16 @@ def test_result_is_a_consistent_verdict(resumed: dict[str, Any]) -> None:
     assert (result["apply"] is not None) == cand["winner"]
     assert {(e["knob"], e["value"]) for e in result["effects"]} == {
         ("channels_last", "off"), ("channels_last", "on")}
+    # each trial keeps what its throughput counts and the optimizer it ran; a CPU reads no
+    # power, so there is no energy to show
+    assert {(t["unit"], t["units_per_sample"], t["optimizer_class"], t["energy_per_sample_j"])
+            for t in result["trials"] if t["state"] == "ok"} == {
+        ("images", 1, "torch.optim.SGD", None)}
+    assert cand["energy_per_unit_j"] is None
+    assert conf["baseline_energy_per_unit_j"] is None
     summary = resumed["second"].stdout
     assert summary.startswith("rocmdoctor tune: tinycnn, batch 8, fp32 on cpu (torch ")
+    assert "J/image" not in summary and "energy" not in summary
     assert f"verdict: {verdict['summary']}\n" in summary
     assert summary.rstrip().endswith("wrote r.json\nwrote best.env\nwrote r.html")
 

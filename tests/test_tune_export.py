@@ -50,11 +50,12 @@ def result() -> dict[str, Any]:
     baseline = {"precision": "fp32", "channels_last": "off", "miopen_find_mode": "default",
                 "tunableop": "off"}
     trials = [
-        _trial(0, baseline, "ok", 1234.5),
-        _trial(1, {**baseline, "channels_last": "on"}, "ok", 1300.0),
+        _trial(0, baseline, "ok", 1234.5, energy_per_sample_j=0.4051),
+        _trial(1, {**baseline, "channels_last": "on"}, "ok", 1300.0, energy_per_sample_j=0.3862),
         _trial(2, {**baseline, "precision": "fp16"}, "oom", None,
                message="out of memory at batch 256"),
-        _trial(3, WINNER, "ok", 2500.0, env=WINNER_ENV, one_time_s=41.5),
+        _trial(3, WINNER, "ok", 2500.0, env=WINNER_ENV, one_time_s=41.5,
+               energy_per_sample_j=0.1893),
         _trial(4, {**baseline, "miopen_find_mode": "NORMAL"}, "pruned", None,
                message="pruned: <script>alert(1)</script>"),
     ]
@@ -62,11 +63,12 @@ def result() -> dict[str, Any]:
     cand: dict[str, Any] = {"trial": 3, "params": WINNER, "precision": "bf16", "speedup": 2.02,
             "low": 1.98, "high": 2.06, "pairs": 3, "winner": True,
             "changes": {k: v for k, v in WINNER.items() if baseline[k] != v},
-            "why": why}
+            "why": why, "energy_per_unit_j": 0.1911}
     keep = {"trial": 1, "params": trials[1]["params"], "precision": "fp32", "speedup": 1.004,
             "low": 0.99, "high": 1.02, "pairs": 3, "winner": False,
             "changes": {"channels_last": "on"},
-            "why": "the 95 % interval -1.0% to +2.0% includes no gain"}
+            "why": "the 95 % interval -1.0% to +2.0% includes no gain",
+            "energy_per_unit_j": 0.3874}
     spec = BenchSpec(batch_size=256)
     return {
         "schema": "rocmdoctor.tune/1", "tool_version": "0.1.0",
@@ -78,7 +80,7 @@ def result() -> dict[str, Any]:
         "space": SPACE, "elapsed_s": 845.2, "warnings": [], "trials": trials,
         "baseline": trials[0],
         "confirmation": {"status": "done", "candidates": [cand, keep], "noise_cv": 0.008,
-                         "rounds": 3, "runs": []},
+                         "rounds": 3, "runs": [], "baseline_energy_per_unit_j": 0.4102},
         "verdict": {"winner": True, "summary": "trial 3 (precision=bf16, channels_last=on, "
                     "miopen_find_mode=FAST, tunableop=on) is faster than your settings: "
                     + why, "best_overall": cand, "best_same_precision": None,
@@ -168,15 +170,16 @@ def test_terminal_summary() -> None:
 rocmdoctor tune: resnet50, batch 256, fp32 on AMD Instinct MI300X (ROCm 6.4.43482-0f2d60242, torch 2.9.1+rocm6.4)
 study resnet50-0123456789: 5 trials (3 ok, 1 oom, 1 pruned) in 14m05s
 
-                 throughput        memory   one-time  speed-up (95 % interval)
-  your settings  1,234.5 images/s  9.5 GiB  2.0 s     1.000
-  trial 3 *      2,500.0 images/s  9.5 GiB  41.5 s    2.020 (+98.0% .. +106.0%)
-  trial 1        1,300.0 images/s  9.5 GiB  2.0 s     1.004 (-1.0% .. +2.0%)
+                 throughput        energy         memory   one-time  speed-up (95 % interval)
+  your settings  1,234.5 images/s  0.405 J/image  9.5 GiB  2.0 s     1.000
+  trial 3 *      2,500.0 images/s  0.189 J/image  9.5 GiB  41.5 s    2.020 (+98.0% .. +106.0%)
+  trial 1        1,300.0 images/s  0.386 J/image  9.5 GiB  2.0 s     1.004 (-1.0% .. +2.0%)
   (search throughput; speed-ups re-measured interleaved over 3 rounds, run-to-run noise 0.8%)
   trial 3: precision fp32 -> bf16, channels_last off -> on, miopen_find_mode default -> FAST, tunableop off -> on: +102.0%, 95 % interval +98.0% to +106.0%, above the run-to-run noise (0.8%)
   trial 1: channels_last off -> on: the 95 % interval -1.0% to +2.0% includes no gain
 
 verdict: trial 3 (precision=bf16, channels_last=on, miopen_find_mode=FAST, tunableop=on) is faster than your settings: +102.0%, 95 % interval +98.0% to +106.0%, above the run-to-run noise (0.8%)
+  energy per image: 0.191 J against 0.41 J with your settings (-53%)
   no confirmed win keeps fp32
 
 knob effects (geometric mean of finished trials with the value vs without):

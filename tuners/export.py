@@ -14,6 +14,8 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
+from rocmdoctor.tuners.result import energy_per_unit
+
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
@@ -88,6 +90,26 @@ def _bytes(value: Optional[float]) -> str:
     return "-"
 
 
+def joules(value: Optional[float], unit: Optional[str]) -> str:
+    """Energy per unit of throughput, as `0.0801 J/image`; "-" where none was measured."""
+    if value is None:
+        return "-"
+    per = (unit or "samples")[:-1] if (unit or "samples").endswith("s") else unit
+    return f"{value:.3g} J/{per}"
+
+
+def energy_line(result: Mapping[str, Any]) -> Optional[str]:
+    """The pick's energy per unit against yours, both from the confirmation's re-runs."""
+    best = result["verdict"].get("best_overall")
+    mine = result["confirmation"].get("baseline_energy_per_unit_j")
+    if not best or best.get("energy_per_unit_j") is None or not mine:
+        return None
+    unit = (result.get("baseline") or {}).get("unit")
+    per = joules(best["energy_per_unit_j"], unit).split("/", 1)[1]
+    return (f"energy per {per}: {best['energy_per_unit_j']:.3g} J against {mine:.3g} J with "
+            f"your settings ({best['energy_per_unit_j'] / mine - 1:+.0%})")
+
+
 def _secs(value: Optional[float]) -> str:
     return "-" if value is None else f"{value:.1f} s"
 
@@ -141,19 +163,24 @@ def render_summary(result: Mapping[str, Any], outputs: Sequence[str] = ()) -> st
            f"{_duration(result['elapsed_s'])}", *_stopped_line(result, queued), ""]
     base = result.get("baseline")
     unit = (base or {}).get("unit")
-    rows = [("", "throughput", "memory", "one-time", "speed-up (95 % interval)")]
+    rows: list[tuple[str, ...]] = [("", "throughput", "energy", "memory", "one-time",
+                                    "speed-up (95 % interval)")]
     if base:
         rows.append(("your settings", _rate(base["throughput"], unit),
-                     _bytes(base["memory_bytes"]), _secs(base["one_time_s"]), "1.000"))
+                     joules(energy_per_unit(base), unit), _bytes(base["memory_bytes"]),
+                     _secs(base["one_time_s"]), "1.000"))
     by_number = {t["number"]: t for t in trials}
     for cand in result["confirmation"]["candidates"]:
         t = by_number[cand["trial"]]
         interval = "" if cand["low"] is None else f" ({_pct(cand['low'])} .. {_pct(cand['high'])})"
         mark = " *" if cand["winner"] else ""
         rows.append((f"trial {cand['trial']}{mark}", _rate(t["throughput"], unit),
-                     _bytes(t["memory_bytes"]), _secs(t["one_time_s"]),
+                     joules(energy_per_unit(t), unit), _bytes(t["memory_bytes"]),
+                     _secs(t["one_time_s"]),
                      (f"{cand['speedup']:.3f}" if cand["speedup"] else "-") + interval))
-    widths = [max(len(r[i]) for r in rows) for i in range(5)]
+    if all(r[2] == "-" for r in rows[1:]):  # no power readings (a CPU): no energy column
+        rows = [r[:2] + r[3:] for r in rows]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     out += ["  " + "  ".join(c.ljust(widths[i]) for i, c in enumerate(r)).rstrip() for r in rows]
     conf = result["confirmation"]
     if conf.get("noise_cv") is not None:
@@ -169,6 +196,9 @@ def render_summary(result: Mapping[str, Any], outputs: Sequence[str] = ()) -> st
                        f"({back['minutes']:g} min of training)")
     verdict = result["verdict"]
     out += ["", f"verdict: {verdict['summary']}"]
+    energy = energy_line(result)
+    if energy:
+        out.append(f"  {energy}")
     over = passed_over_text(verdict)
     if over:
         out.append(f"  {over}")

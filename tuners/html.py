@@ -13,7 +13,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
-from rocmdoctor.tuners.export import env_file_text, passed_over_text
+from rocmdoctor.tuners.export import energy_line, env_file_text, joules, passed_over_text
+from rocmdoctor.tuners.result import energy_per_unit
 
 W, H, PAD_L, PAD_R, PAD_T, PAD_B = 860, 300, 70, 20, 20, 40
 COLORS = {"ok": "#2563eb", "pruned": "#9ca3af", "baseline": "#111827", "fail": "#dc2626",
@@ -247,6 +248,7 @@ def render_html(result: Mapping[str, Any]) -> str:
             changes = "-"
         rows.append(f"<tr><td class=n>{t['number']}</td><td>{_e(changes)}</td>"
                     f"<td>{_e(t['state'])}</td><td class=n>{_fmt(t['throughput'])}</td>"
+                    f"<td class=n>{_e(joules(energy_per_unit(t), unit))}</td>"
                     f"<td class=n>{_fmt(t['one_time_s'], '{:.1f} s')}</td>"
                     f"<td class=muted>{_e((t['message'] or '')[:160])}</td></tr>")
     skipped = "".join(f"<li><b>{_e(s['knob'])}</b>: {_e(s['reason'])}</li>"
@@ -265,7 +267,7 @@ def render_html(result: Mapping[str, Any]) -> str:
 <body><h1>{_e(title)}</h1>
 <div class=sub>{_e(sub)}</div>
 <div class="verdict{' win' if verdict['winner'] else ''}"><b>Verdict:</b>
-{_e(verdict['summary'])}{_e_line(passed_over_text(verdict))}</div>
+{_e(verdict['summary'])}{_e_line(energy_line(result))}{_e_line(passed_over_text(verdict))}</div>
 <h2>Throughput of each trial</h2>{trials_chart(result['trials'], base.get('throughput'), unit,
                                               result['confirmation'].get('timed_runs', ()))}
 {_payback_table(cands)}
@@ -276,7 +278,7 @@ run-to-run noise {_fmt(noise, '{:.1%}')}.</p>{bar_chart(speed_rows, 1.0, '{:.3f}
 against those without it.</p>{bar_chart(effect_rows, 0.0, '{:+.1%}')}{effect_notes}
 <h2>How to apply</h2><pre>{_e(env_file_text(result))}</pre>
 <h2>Trials</h2><table><tr><th>#</th><th>changes</th><th>state</th><th>{_e(unit)}/s</th>
-<th>one-time</th><th>message</th></tr>{''.join(rows)}</table>
+<th>energy</th><th>one-time</th><th>message</th></tr>{''.join(rows)}</table>
 <h2>Not searched</h2><ul>{skipped or '<li>none</li>'}</ul>
 {'<h2>Warnings</h2><ul>' + warnings + '</ul>' if warnings else ''}
 </body></html>

@@ -5,7 +5,8 @@ variables, the Python lines and the notes a training script needs)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+import statistics
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Optional
 
 from rocmdoctor import schemas
@@ -24,6 +25,7 @@ def metrics_of(result: Mapping[str, Any]) -> dict[str, Any]:
     tput = metrics.get("throughput") or {}
     memory = metrics.get("memory") or {}
     device_mem = memory.get("peak_reserved_bytes")
+    workload = result.get("workload") or {}
     return {
         "throughput": tput.get("median"), "p10": tput.get("p10"), "p90": tput.get("p90"),
         "cv": tput.get("cv"), "unit": metrics.get("unit", "samples"),
@@ -31,6 +33,9 @@ def metrics_of(result: Mapping[str, Any]) -> dict[str, Any]:
         memory.get("host_peak_rss_bytes"),
         "memory_kind": "device peak reserved" if device_mem is not None else "host peak RSS",
         "energy_per_sample_j": (metrics.get("power") or {}).get("energy_per_sample_j"),
+        # what the throughput counts per sample (tokens per sequence) and the optimizer run
+        "units_per_sample": workload.get("units_per_sample"),
+        "optimizer_class": workload.get("optimizer_class"),
         "first_step_s": (result.get("warmup") or {}).get("first_step_s"),
         "windows": [w.get("samples_per_s") for w in result.get("windows") or []],
         "unsupported": ((result.get("environment") or {}).get("knobs") or {}).get(
@@ -58,6 +63,8 @@ def trial_dict(trial: optuna.trial.FrozenTrial) -> dict[str, Any]:
         "p90": metrics.get("p90"), "cv": metrics.get("cv"), "unit": metrics.get("unit"),
         "memory_bytes": metrics.get("memory_bytes"), "memory_kind": metrics.get("memory_kind"),
         "energy_per_sample_j": metrics.get("energy_per_sample_j"),
+        "units_per_sample": metrics.get("units_per_sample"),
+        "optimizer_class": metrics.get("optimizer_class"),
         "first_step_s": metrics.get("first_step_s"), "windows": metrics.get("windows") or [],
         "unsupported": metrics.get("unsupported") or {},
         "visible_devices": metrics.get("visible_devices") or {},
@@ -96,13 +103,14 @@ CODE_LINES: dict[tuple[str, str], tuple[str, ...]] = {
     ("cudnn_benchmark", "on"): ("torch.backends.cudnn.benchmark = True",),
     ("cudnn_benchmark", "off"): ("torch.backends.cudnn.benchmark = False",),
     ("miopen_immediate", "on"): ("torch.backends.miopen.immediate = True  # torch >= 2.9",),
-    # the optimizer the script builds, with the implementation measured
-    ("optimizer_impl", "fused"): ("optimizer = torch.optim.SGD(..., fused=True)  # or Adam, "
-                                  "AdamW: the optimizer you use, fused=True",),
-    ("optimizer_impl", "foreach"): ("optimizer = torch.optim.SGD(..., foreach=True)  # or the "
-                                    "optimizer you use",),
-    ("optimizer_impl", "for-loop"): ("optimizer = torch.optim.SGD(..., foreach=False)  # or "
-                                     "the optimizer you use",),
+    # the optimizer the script builds, with the implementation measured ({optimizer}: the
+    # class the trial ran, or torch.optim.SGD where the result does not say)
+    ("optimizer_impl", "fused"): ("optimizer = {optimizer}(..., fused=True)  # the optimizer "
+                                  "you use, with fused=True",),
+    ("optimizer_impl", "foreach"): ("optimizer = {optimizer}(..., foreach=True)  # the "
+                                    "optimizer you use, with foreach=True",),
+    ("optimizer_impl", "for-loop"): ("optimizer = {optimizer}(..., foreach=False)  # the "
+                                     "optimizer you use, with foreach=False",),
     ("sdpa_backend", "flash"): ("from torch.nn.attention import SDPBackend, sdpa_kernel",
                                 "with sdpa_kernel(SDPBackend.FLASH_ATTENTION):  # around "
                                 "forward + loss"),
@@ -118,9 +126,10 @@ CODE_LINES: dict[tuple[str, str], tuple[str, ...]] = {
 
 
 def how_to_apply(space: Mapping[str, Any], params: Mapping[str, str],
-                 trial_env: Mapping[str, str], platform_kind: str, spec: BenchSpec
-                 ) -> dict[str, Any]:
-    """Environment variables, Python lines and notes that reproduce a trial's settings."""
+                 trial_env: Mapping[str, str], platform_kind: str, spec: BenchSpec,
+                 optimizer: Optional[str] = None) -> dict[str, Any]:
+    """Environment variables, Python lines and notes that reproduce a trial's settings;
+    `optimizer` is the optimizer class the trial ran (`torch.optim.AdamW`)."""
     knobs = {k["name"]: k for k in space.get("knobs", [])}
     env = {k: v for k, v in trial_env.items() if k not in NOT_EXPORTED}
     python: list[str] = []
@@ -143,7 +152,7 @@ def how_to_apply(space: Mapping[str, Any], params: Mapping[str, str],
                 python.append(f'model = torch.compile(model, mode="{label}")')
             continue
         for line in CODE_LINES.get((name, label), ()):
-            python.append(line.format(device=device))
+            python.append(line.format(device=device, optimizer=optimizer or "torch.optim.SGD"))
         if name == "batch_size":
             notes.append(f"batch size {label} instead of {spec.batch_size}: scale the learning "
                          "rate with it")
@@ -157,17 +166,46 @@ def how_to_apply(space: Mapping[str, Any], params: Mapping[str, str],
 
 
 def payback(base: Mapping[str, Any], trial: Mapping[str, Any], speedup: Optional[float],
-            batch_size: int) -> Optional[dict[str, Any]]:
+            batch_size: int, units_per_sample: int = 1) -> Optional[dict[str, Any]]:
     """After how many steps (and minutes of training at the faster speed) a candidate's
     one-time cost (compile, tuning) beyond yours is paid back by its faster steps; None when
-    it is not faster or its throughput is unknown."""
+    it is not faster or its throughput is unknown. Throughput counts units (images, tokens):
+    a step trains `batch_size` samples of `units_per_sample` units each."""
     rate = base.get("throughput")
     if not speedup or speedup <= 1.0 or not rate:
         return None
     extra = max(0.0, float(trial.get("one_time_s") or 0.0) - float(base.get("one_time_s")
                                                                    or 0.0))
     faster = rate * speedup
-    saved = 1.0 / rate - 1.0 / faster  # seconds saved per sample
-    samples = extra / saved
-    return {"one_time_s": round(extra, 1), "steps": int(math.ceil(samples / batch_size)),
-            "minutes": round(samples / faster / 60.0, 2)}
+    saved = 1.0 / rate - 1.0 / faster  # seconds saved per unit
+    units = extra / saved
+    per_step = batch_size * max(1, units_per_sample)
+    return {"one_time_s": round(extra, 1), "steps": int(math.ceil(units / per_step)),
+            "minutes": round(units / faster / 60.0, 2)}
+
+
+def energy_per_unit(record: Mapping[str, Any]) -> Optional[float]:
+    """Joules per unit of throughput (per image, per token) from a trial or a re-run that
+    kept `energy_per_sample_j` (per sample: per sequence for a language model)."""
+    energy, units = record.get("energy_per_sample_j"), record.get("units_per_sample")
+    if energy is None or not math.isfinite(float(energy)):
+        return None
+    if units is None:  # a result from before units were kept: a sample is an image
+        if record.get("unit") not in (None, "images", "samples"):
+            return None
+        units = 1
+    return float(energy) / max(1, int(units))
+
+
+def confirmed_energy(trial: Mapping[str, Any], runs: Sequence[Mapping[str, Any]]
+                     ) -> Optional[float]:
+    """Joules per unit of a trial over its confirmation re-runs (their median), else from its
+    search run; None where no power was measured."""
+    same = {"units_per_sample": trial.get("units_per_sample"), "unit": trial.get("unit")}
+    mine = [r for r in runs if r.get("trial") == trial.get("number")
+            and r.get("state", "ok") == "ok"]
+    measured = [e for e in (energy_per_unit({**r, **same}) for r in mine) if e is not None]
+    if measured:
+        return statistics.median(measured)
+    return energy_per_unit(trial)
+

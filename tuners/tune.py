@@ -39,6 +39,7 @@ from rocmdoctor.tuners.knobs import Platform, ProbeError, environment_warnings, 
 from rocmdoctor.tuners.result import (
     SCHEMA,
     changes_text,
+    confirmed_energy,
     how_to_apply,
     metrics_of,
     payback,
@@ -607,12 +608,16 @@ class Tuner:
                                   time_for_round)
         confirmation["timed_runs"] = [dict(r) for r in stored]  # for the HTML's time axis
         by_number = {t["number"]: t for t in self._trials()}
+        if base is not None and confirmation["candidates"]:
+            confirmation["baseline_energy_per_unit_j"] = confirmed_energy(base, stored)
         for cand in confirmation["candidates"]:
+            t = by_number[cand["trial"]]
             cand["changes"] = self._changes(cand["params"])
             cand["batch_size"] = int(cand["params"].get("batch_size", self.o.spec.batch_size))
+            cand["energy_per_unit_j"] = confirmed_energy(t, stored)
             if base is not None:
-                cand["payback"] = payback(base, by_number[cand["trial"]], cand["speedup"],
-                                          cand["batch_size"])
+                cand["payback"] = payback(base, t, cand["speedup"], cand["batch_size"],
+                                          int(t.get("units_per_sample") or 1))
         return confirmation
 
     # --- result ----------------------------------------------------------------------------
@@ -631,7 +636,7 @@ class Tuner:
         if best is not None:
             t = next(t for t in trials if t["number"] == best["trial"])
             apply = how_to_apply(self.space.to_dict(), best["params"], t["env"],
-                                 self.platform.kind, self.o.spec)
+                                 self.platform.kind, self.o.spec, t.get("optimizer_class"))
         warnings = environment_warnings(self.env)
         if requeued:
             warnings.append(f"trial(s) {', '.join(map(str, requeued))} were interrupted last "

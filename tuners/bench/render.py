@@ -13,6 +13,13 @@ def num(value: Optional[float], digits: int = 1) -> str:
     return "-" if value is None else f"{value:,.{digits}f}"
 
 
+def joules(value: Optional[float]) -> str:
+    """Energy with four decimals, or three significant digits under 0.01 (J per token)."""
+    if value is None:
+        return "-"
+    return f"{value:.4f}" if value >= 0.01 else f"{value:.3g}"
+
+
 def pct(value: Optional[float], digits: int = 1) -> str:
     return "-" if value is None else f"{value * 100:.{digits}f} %"
 
@@ -83,17 +90,18 @@ def result_rows(result: Mapping[str, Any]) -> list[tuple[str, str]]:
         bound = f" of {gib(limit)} free" if limit else ""  # the run's bound
         rows.append(("memory", f"host peak RSS {gib(mem.get('host_peak_rss_bytes'))}{bound}; "
                                f"{mem.get('reason') or 'no device figures'}"))
+    per_unit = (result.get("workload") or {}).get("units_per_sample") or 1
     if pw.get("avg_w") is not None:
+        energy = pw.get("energy_per_sample_j")  # per sample: per sequence for a language model
         rows.append(("power", f"{num(pw.get('avg_w'), 0)} W average, "
                               f"{num(pw.get('peak_w'), 0)} W peak, "
-                              f"{num(pw.get('energy_per_sample_j'), 4)} J/{per} "
+                              f"{joules(None if energy is None else energy / per_unit)} J/{per} "
                               f"({pw.get('source')}, {num(pw.get('sample_hz'), 0)} Hz)"))
     else:
         rows.append(("power", f"not measured: {pw.get('reason') or 'unknown'}"))
     if pw.get("util_avg_pct") is not None:
         rows.append(("GPU busy", f"{num(pw.get('util_avg_pct'), 0)} % average"))
     if fl.get("per_sample_train") is not None:
-        per_unit = (result.get("workload") or {}).get("units_per_sample") or 1
         rows.append(("FLOPs", f"{flop(fl['per_sample_train'] / per_unit)}/{per} "
                               f"(forward {flop((fl.get('per_sample_forward') or 0) / per_unit)}), "
                               f"{flop((mfu.get('achieved_tflops') or 0) * 1e12)}/s achieved"))

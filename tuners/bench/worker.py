@@ -238,7 +238,8 @@ def run(spec: BenchSpec, emit: Callable[[dict[str, Any]], None], fault: str) -> 
                      "parameters": sum(p.numel() for p in model.parameters()),
                      "unit": work.unit, "samples_per_step": unit_per_step,
                      "units_per_sample": work.units_per_sample,
-                     "optimizer": work.optimizer_name, "amp_dtype": spec.precision
+                     "optimizer": work.optimizer_name,
+                     "optimizer_class": _class_path(torch, optimizer), "amp_dtype": spec.precision
                      if amp is not None else None, "grad_scaler": scaler is not None},
         "warmup": {"steps": len(warm), "requested_steps": spec.warmup, "first_step_s": warm[0],
                    "step_s": warm, "total_s": sum(warm)},
@@ -294,6 +295,15 @@ def _timed_window(torch: Any, step: Callable[[], None], size: int, cuda: bool) -
         events[k + 1].record()
     events[-1].synchronize()  # the only host wait of the window
     return [events[k].elapsed_time(events[k + 1]) / 1000.0 for k in range(size)]
+
+
+def _class_path(torch: Any, optimizer: Any) -> str:
+    """The optimizer's class as a training script names it: `torch.optim.AdamW` for torch's
+    own (exported there), else its module and name."""
+    cls = type(optimizer)
+    if getattr(torch.optim, cls.__name__, None) is cls:
+        return f"torch.optim.{cls.__name__}"
+    return f"{cls.__module__}.{cls.__qualname__}"
 
 
 def _sdpa_context(torch: Any, backend: Optional[str], unsupported: dict[str, str]
