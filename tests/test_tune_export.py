@@ -179,7 +179,7 @@ study resnet50-0123456789: 5 trials (3 ok, 1 oom, 1 pruned) in 14m05s
   trial 1: channels_last off -> on: the 95 % interval -1.0% to +2.0% includes no gain
 
 verdict: trial 3 (precision=bf16, channels_last=on, miopen_find_mode=FAST, tunableop=on) is faster than your settings: +102.0%, 95 % interval +98.0% to +106.0%, above the run-to-run noise (0.8%)
-  energy per image: 0.191 J against 0.41 J with your settings (-53%)
+  energy per image: 0.191 J against 0.410 J with your settings (-53%)
   no confirmed win keeps fp32
 
 knob effects (geometric mean of finished trials with the value vs without):

@@ -14,7 +14,7 @@ import pytest
 
 from rocmdoctor.tuners.bench.render import result_rows
 from rocmdoctor.tuners.bench.spec import BenchSpec
-from rocmdoctor.tuners.export import energy_line, render_summary
+from rocmdoctor.tuners.export import energy_line, joules, render_summary
 from rocmdoctor.tuners.html import render_html
 from rocmdoctor.tuners.result import (
     confirmed_energy,
@@ -110,7 +110,7 @@ def test_the_gpt2_summary_and_page_speak_of_tokens_and_adamw() -> None:
         "  your settings  58,309.6 tokens/s   0.0117 J/token   43.3 GiB   0.8 s     1.000",
         "  trial 1 *      427,687.9 tokens/s  0.00159 J/token  113.8 GiB  24.9 s    7.349 "
         "(+617.2% .. +653.1%)",
-        "  trial 6 *      426,751.8 tokens/s  0.0016 J/token   70.7 GiB   24.2 s    7.331 "
+        "  trial 6 *      426,751.8 tokens/s  0.00160 J/token  70.7 GiB   24.2 s    7.331 "
         "(+615.8% .. +650.8%)",
         "  trial 8 *      240,465.4 tokens/s  0.00254 J/token  35.7 GiB   0.4 s     4.129 "
         "(+307.1% .. +318.7%)",
@@ -141,9 +141,9 @@ def test_the_resnet50_7m_run_reports_energy_per_image() -> None:
         next(t for t in tune["trials"] if t["number"] == 2), runs)
     assert best["energy_per_unit_j"] == pytest.approx(sum(pick) / 2)
     assert tune["confirmation"]["baseline_energy_per_unit_j"] == pytest.approx(sum(mine) / 2)
-    ratio = best["energy_per_unit_j"] / tune["confirmation"]["baseline_energy_per_unit_j"]
-    assert energy_line(tune) == (f"energy per image: {sum(pick) / 2:.3g} J against "
-                                 f"{sum(mine) / 2:.3g} J with your settings ({ratio - 1:+.0%})")
+    # 0.086934 / 0.286463 - 1 = -69.7 %
+    assert energy_line(tune) == ("energy per image: 0.0869 J against 0.286 J with your "
+                                 "settings (-70%)")
 
 
 def test_no_energy_column_without_power_readings() -> None:
@@ -195,3 +195,12 @@ def test_the_apply_line_names_the_optimizer_the_trial_ran(impl: str, optimizer: 
                         "baseline": "default", "changes_numerics": False}]}
     applied = how_to_apply(space, {"optimizer_impl": impl}, {}, "cuda", BenchSpec(), optimizer)
     assert applied == {"env": {}, "python": [line], "notes": []}
+
+
+@pytest.mark.parametrize(("value", "unit", "text"), [
+    (0.002, "tokens", "0.00200 J/token"), (0.41, "images", "0.410 J/image"),
+    (6.0149, "samples", "6.01 J/sample"), (1234.5, "samples", "1,234 J/sample"),
+    (None, "images", "-"),
+])
+def test_energy_is_shown_to_three_significant_digits(value: Any, unit: str, text: str) -> None:
+    assert joules(value, unit) == text

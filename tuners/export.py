@@ -90,12 +90,17 @@ def _bytes(value: Optional[float]) -> str:
     return "-"
 
 
+def _sig3(value: float) -> str:
+    """Three significant digits, trailing zeros kept (0.00200, 0.410); whole above 100."""
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:#.3g}"
+
+
 def joules(value: Optional[float], unit: Optional[str]) -> str:
     """Energy per unit of throughput, as `0.0801 J/image`; "-" where none was measured."""
     if value is None:
         return "-"
-    per = (unit or "samples")[:-1] if (unit or "samples").endswith("s") else unit
-    return f"{value:.3g} J/{per}"
+    unit = unit or "samples"
+    return f"{_sig3(value)} J/{unit[:-1] if unit.endswith('s') else unit}"
 
 
 def energy_line(result: Mapping[str, Any]) -> Optional[str]:
@@ -106,8 +111,8 @@ def energy_line(result: Mapping[str, Any]) -> Optional[str]:
         return None
     unit = (result.get("baseline") or {}).get("unit")
     per = joules(best["energy_per_unit_j"], unit).split("/", 1)[1]
-    return (f"energy per {per}: {best['energy_per_unit_j']:.3g} J against {mine:.3g} J with "
-            f"your settings ({best['energy_per_unit_j'] / mine - 1:+.0%})")
+    return (f"energy per {per}: {_sig3(best['energy_per_unit_j'])} J against {_sig3(mine)} J "
+            f"with your settings ({best['energy_per_unit_j'] / mine - 1:+.0%})")
 
 
 def _secs(value: Optional[float]) -> str:
