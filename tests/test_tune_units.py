@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from rocmdoctor.tuners.bench.render import result_rows
+from rocmdoctor.tuners.bench.render import joules, result_rows, unit_name
 from rocmdoctor.tuners.bench.spec import BenchSpec
-from rocmdoctor.tuners.export import energy_line, joules, render_summary
+from rocmdoctor.tuners.export import energy_line, render_summary
 from rocmdoctor.tuners.html import render_html
 from rocmdoctor.tuners.result import (
     confirmed_energy,
@@ -203,4 +203,4 @@ def test_the_apply_line_names_the_optimizer_the_trial_ran(impl: str, optimizer: 
     (None, "images", "-"),
 ])
 def test_energy_is_shown_to_three_significant_digits(value: Any, unit: str, text: str) -> None:
-    assert joules(value, unit) == text
+    assert joules(value, unit_name(unit)) == text

@@ -14,6 +14,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
+from rocmdoctor.tuners.bench.render import joules, unit_name
 from rocmdoctor.tuners.result import energy_per_unit
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -90,28 +91,14 @@ def _bytes(value: Optional[float]) -> str:
     return "-"
 
 
-def _sig3(value: float) -> str:
-    """Three significant digits, trailing zeros kept (0.00200, 0.410); whole above 100."""
-    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:#.3g}"
-
-
-def joules(value: Optional[float], unit: Optional[str]) -> str:
-    """Energy per unit of throughput, as `0.0801 J/image`; "-" where none was measured."""
-    if value is None:
-        return "-"
-    unit = unit or "samples"
-    return f"{_sig3(value)} J/{unit[:-1] if unit.endswith('s') else unit}"
-
-
 def energy_line(result: Mapping[str, Any]) -> Optional[str]:
     """The pick's energy per unit against yours, both from the confirmation's re-runs."""
     best = result["verdict"].get("best_overall")
     mine = result["confirmation"].get("baseline_energy_per_unit_j")
     if not best or best.get("energy_per_unit_j") is None or not mine:
         return None
-    unit = (result.get("baseline") or {}).get("unit")
-    per = joules(best["energy_per_unit_j"], unit).split("/", 1)[1]
-    return (f"energy per {per}: {_sig3(best['energy_per_unit_j'])} J against {_sig3(mine)} J "
+    per = unit_name((result.get("baseline") or {}).get("unit"))
+    return (f"energy per {per}: {joules(best['energy_per_unit_j'])} against {joules(mine)} "
             f"with your settings ({best['energy_per_unit_j'] / mine - 1:+.0%})")
 
 
@@ -172,7 +159,7 @@ def render_summary(result: Mapping[str, Any], outputs: Sequence[str] = ()) -> st
                                     "speed-up (95 % interval)")]
     if base:
         rows.append(("your settings", _rate(base["throughput"], unit),
-                     joules(energy_per_unit(base), unit), _bytes(base["memory_bytes"]),
+                     joules(energy_per_unit(base), unit_name(unit)), _bytes(base["memory_bytes"]),
                      _secs(base["one_time_s"]), "1.000"))
     by_number = {t["number"]: t for t in trials}
     for cand in result["confirmation"]["candidates"]:
@@ -180,7 +167,7 @@ def render_summary(result: Mapping[str, Any], outputs: Sequence[str] = ()) -> st
         interval = "" if cand["low"] is None else f" ({_pct(cand['low'])} .. {_pct(cand['high'])})"
         mark = " *" if cand["winner"] else ""
         rows.append((f"trial {cand['trial']}{mark}", _rate(t["throughput"], unit),
-                     joules(energy_per_unit(t), unit), _bytes(t["memory_bytes"]),
+                     joules(energy_per_unit(t), unit_name(unit)), _bytes(t["memory_bytes"]),
                      _secs(t["one_time_s"]),
                      (f"{cand['speedup']:.3f}" if cand["speedup"] else "-") + interval))
     if all(r[2] == "-" for r in rows[1:]):  # no power readings (a CPU): no energy column

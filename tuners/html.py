@@ -13,7 +13,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
-from rocmdoctor.tuners.export import energy_line, env_file_text, joules, passed_over_text
+from rocmdoctor.tuners.bench.render import joules, unit_name
+from rocmdoctor.tuners.export import energy_line, env_file_text, passed_over_text
 from rocmdoctor.tuners.result import energy_per_unit
 
 W, H, PAD_L, PAD_R, PAD_T, PAD_B = 860, 300, 70, 20, 20, 40
@@ -248,7 +249,7 @@ def render_html(result: Mapping[str, Any]) -> str:
             changes = "-"
         rows.append(f"<tr><td class=n>{t['number']}</td><td>{_e(changes)}</td>"
                     f"<td>{_e(t['state'])}</td><td class=n>{_fmt(t['throughput'])}</td>"
-                    f"<td class=n>{_e(joules(energy_per_unit(t), unit))}</td>"
+                    f"<td class=n>{_e(joules(energy_per_unit(t), unit_name(unit)))}</td>"
                     f"<td class=n>{_fmt(t['one_time_s'], '{:.1f} s')}</td>"
                     f"<td class=muted>{_e((t['message'] or '')[:160])}</td></tr>")
     skipped = "".join(f"<li><b>{_e(s['knob'])}</b>: {_e(s['reason'])}</li>"

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from rocmdoctor import schemas
-from rocmdoctor.tuners.bench.render import get, gib, num, pct, strip_lines
+from rocmdoctor.tuners.bench.render import get, gib, joules, num, pct, strip_lines
 
 SCHEMA = schemas.BENCH
 
@@ -115,7 +115,8 @@ ROWS: tuple[Row, ...] = (
     ("first step", lambda r, b: f"{num(get(r, 'warmup', 'first_step_s'), 2)} s"),
     ("peak memory", lambda r, b: gib(get(r, "metrics", "memory", "peak_allocated_bytes"))),
     ("avg power", lambda r, b: _watts(get(r, "metrics", "power", "avg_w"))),
-    ("energy/sample", lambda r, b: _joules(get(r, "metrics", "power", "energy_per_sample_j"))),
+    ("energy/sample", lambda r, b: joules(get(r, "metrics", "power", "energy_per_sample_j"),
+                                             digits=4)),
     ("energy vs first", lambda r, b: _delta(get(r, "metrics", "power", "energy_per_sample_j"),
                                             get(b, "metrics", "power", "energy_per_sample_j"),
                                             r is b)),
@@ -126,10 +127,6 @@ ROWS: tuple[Row, ...] = (
 
 def _watts(value: Optional[float]) -> str:
     return "-" if value is None else f"{value:,.0f} W"
-
-
-def _joules(value: Optional[float]) -> str:
-    return "-" if value is None else f"{value:.4g} J"
 
 
 def comparison(results: Sequence[tuple[str, Mapping[str, Any]]]) -> list[list[str]]:

@@ -13,11 +13,19 @@ def num(value: Optional[float], digits: int = 1) -> str:
     return "-" if value is None else f"{value:,.{digits}f}"
 
 
-def joules(value: Optional[float]) -> str:
-    """Energy with four decimals, or three significant digits under 0.01 (J per token)."""
+def unit_name(unit: Optional[str]) -> str:
+    """One of what throughput counts: "image" for images, "token" for tokens."""
+    unit = unit or "samples"
+    return unit[:-1] if unit.endswith("s") else unit
+
+
+def joules(value: Optional[float], per: Optional[str] = None, digits: int = 3) -> str:
+    """Energy to `digits` significant digits with trailing zeros kept (0.00200 J), whole
+    joules from 100 on; `per` a unit ("0.0871 J/image"); "-" where none was measured."""
     if value is None:
         return "-"
-    return f"{value:.4f}" if value >= 0.01 else f"{value:.3g}"
+    text = f"{value:,.0f}" if abs(value) >= 100 else f"{value:#.{digits}g}"
+    return f"{text} J/{per}" if per else f"{text} J"
 
 
 def pct(value: Optional[float], digits: int = 1) -> str:
@@ -64,7 +72,7 @@ def config_line(result: Mapping[str, Any]) -> str:
 def result_rows(result: Mapping[str, Any]) -> list[tuple[str, str]]:
     m = result.get("metrics") or {}
     unit = m.get("unit", "samples")
-    per = unit[:-1] if unit.endswith("s") else unit
+    per = unit_name(unit)
     t = m.get("throughput") or {}
     s = m.get("step_time_s") or {}
     w = result.get("warmup") or {}
@@ -95,7 +103,7 @@ def result_rows(result: Mapping[str, Any]) -> list[tuple[str, str]]:
         energy = pw.get("energy_per_sample_j")  # per sample: per sequence for a language model
         rows.append(("power", f"{num(pw.get('avg_w'), 0)} W average, "
                               f"{num(pw.get('peak_w'), 0)} W peak, "
-                              f"{joules(None if energy is None else energy / per_unit)} J/{per} "
+                              f"{joules(None if energy is None else energy / per_unit, per)} "
                               f"({pw.get('source')}, {num(pw.get('sample_hz'), 0)} Hz)"))
     else:
         rows.append(("power", f"not measured: {pw.get('reason') or 'unknown'}"))
