@@ -246,7 +246,7 @@ def test_bad_spec_is_an_error_without_a_child() -> None:
     assert outcome.returncode is None
     assert outcome.message == (
         "unknown precision 'fp8' (one of fp32, fp32-strict, tf32, bf16, fp16); unknown setting "
-        "'warp_speed' (known: compile_mode, cudnn_benchmark, cudnn_enabled, deterministic, "
+        "'warp_speed' (known: compile_mode, cpu_time_s, cudnn_benchmark, cudnn_enabled, deterministic, "
         "extras, matmul_precision, mfu, min_warmup_s, miopen_immediate, num_threads, optimizer_impl, power_hz, preferred_blas, rocm_fa_library, sdpa_backend, seed, tf32)")
 
 

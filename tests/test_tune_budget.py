@@ -125,11 +125,13 @@ class _FakeTrial:
 
 
 @pytest.mark.parametrize("baseline", [False, True], ids=["candidate", "your-settings"])
-def test_no_trial_but_yours_runs_past_the_budget(baseline: bool, tmp_path: Any,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    """A compiled CPU trial started with 92 s left ran 5 minutes past a 150 s budget: now it
-    is stopped when the budget ends, recorded as interrupted (a resumed tune runs it), and
-    the search goes on to its stop reason. Your settings always run to the end."""
+def test_no_trial_runs_past_the_promised_end(baseline: bool, tmp_path: Any,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """A compiled CPU trial started with 92 s left ran 5 minutes past a 150 s budget: now no
+    trial, yours neither, runs past the promised end (the budget plus 10 % or 15 s, less the
+    time to report). It is stopped there and recorded as interrupted (a resumed tune runs
+    it); your settings cut short leave nothing to compare against, and the tune says the
+    budget is too short for them."""
     from rocmdoctor.tuners import space as sp
     from rocmdoctor.tuners import tune as tn
     from rocmdoctor.tuners.bench.child import TrialOutcome
@@ -147,7 +149,7 @@ def test_no_trial_but_yours_runs_past_the_budget(baseline: bool, tmp_path: Any,
     monkeypatch.setattr(sp, "materialize", lambda *a, **k: plan)
     given: list[float] = []
 
-    def run_plan(plan: Any, timeout: float, pruner: Any, gpu: Any) -> Any:
+    def run_plan(plan: Any, timeout: float, pruner: Any, gpu: Any, who: str) -> Any:
         given.append(timeout)
         return TrialOutcome("timeout", None, f"no result within {timeout:g} s; the child was "
                             "killed", "", -9, timeout), None
@@ -156,14 +158,17 @@ def test_no_trial_but_yours_runs_past_the_budget(baseline: bool, tmp_path: Any,
     trial = _FakeTrial(3, baseline)
     with pytest.raises(tn._TrialFailed):
         tuner._measure_trial(trial, {}, None, 1, 100.0)  # type: ignore[arg-type]
-    if baseline:  # the adaptive timeout: 6 x the baseline's 30 s, doubled to compile
-        assert given == [360.0] and trial.user_attrs["state"] == "timeout"
-        return
-    assert given[0] == pytest.approx(92.0, abs=1.0)
+    # 92.5 s left + 15 s (10 % of 150 s is less) - 5 s to report; not the adaptive 360 s
+    assert given == [pytest.approx(102.5, abs=1.0)]
     assert trial.user_attrs["state"] == "interrupted"
     assert trial.user_attrs["message"] == (
-        "stopped when the budget ended (92 s in); the same command with a longer --budget "
+        "stopped when the budget ended (102 s in); the same command with a longer --budget "
         "runs it again")
+    if baseline:
+        assert tuner.failure is not None and tuner.failure["kind"] == "too-short"
+        assert tuner._stop_reason() == "too-short"
+    else:
+        assert tuner.failure is None
 
 
 # --- held by mutation testing (scripts/mutation.sh) ----------------------------------------------

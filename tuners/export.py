@@ -14,6 +14,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
+from rocmdoctor.tuners.bench.child import excerpt
 from rocmdoctor.tuners.bench.render import joules, unit_name
 from rocmdoctor.tuners.result import energy_per_unit
 
@@ -134,6 +135,25 @@ def _stopped_line(result: Mapping[str, Any], queued: int) -> list[str]:
     return [line]
 
 
+def failure_lines(result: Mapping[str, Any]) -> list[str]:
+    """When no verdict could be reached: what the child printed last, and the command that
+    runs the same benchmark by hand; after a break, whether the machine recovered."""
+    out: list[str] = []
+    recovery = result.get("recovery")
+    if recovery:
+        out.append(f"  your settings, run again after the break: {recovery['message']}")
+    failure = result.get("failure")
+    if not failure:
+        return out
+    tail = excerpt(failure.get("stderr_tail") or "", 12)
+    if tail:
+        out += ["", "what the benchmark printed last (stderr):"]
+        out += [f"  {line}" for line in tail.splitlines()]
+    if failure.get("reproduce"):
+        out += ["", "the same run by hand:", f"  {failure['reproduce']}"]
+    return out
+
+
 def render_summary(result: Mapping[str, Any], outputs: Sequence[str] = ()) -> str:
     """The end-of-tune report for the terminal (plain text, no colour)."""
     w, p = result["workload"], result["platform"]
@@ -188,6 +208,7 @@ def render_summary(result: Mapping[str, Any], outputs: Sequence[str] = ()) -> st
                        f"({back['minutes']:g} min of training)")
     verdict = result["verdict"]
     out += ["", f"verdict: {verdict['summary']}"]
+    out += failure_lines(result)
     energy = energy_line(result)
     if energy:
         out.append(f"  {energy}")

@@ -47,7 +47,9 @@ def metrics_of(result: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def trial_dict(trial: optuna.trial.FrozenTrial) -> dict[str, Any]:
+def trial_dict(trial: optuna.trial.FrozenTrial, environment: bool = False) -> dict[str, Any]:
+    """A trial as the tune reads it; `environment`: it crashed because the environment broke
+    (the study's ENVIRONMENT_CRASHES), not because of its settings."""
     attrs = trial.user_attrs
     metrics = attrs.get("metrics") or {}
     return {
@@ -68,6 +70,8 @@ def trial_dict(trial: optuna.trial.FrozenTrial) -> dict[str, Any]:
         "first_step_s": metrics.get("first_step_s"), "windows": metrics.get("windows") or [],
         "unsupported": metrics.get("unsupported") or {},
         "visible_devices": metrics.get("visible_devices") or {},
+        "survivors": attrs.get("survivors"), "retried": attrs.get("retried"),
+        "known_cause": attrs.get("known_cause"), "environment": environment,
     }
 
 

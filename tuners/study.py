@@ -35,6 +35,10 @@ ATTR = "rocmdoctor"  # study user attribute holding the space signature and work
 
 
 STDERR_KEEP = 4000
+# study user attribute: numbers of the trials that crashed because the environment broke
+# (rocmdoctor.tuners.crashes), not because of their settings: they are not counted as
+# measured, and a resumed tune runs them again (once)
+ENVIRONMENT_CRASHES = "environment_crashes"
 
 
 class StudyMismatch(Exception):
@@ -153,10 +157,12 @@ def recover(study: optuna.Study, host: str = "",
                               if _abandoned(t, host, now)])
     trials = study.get_trials(deepcopy=False)
     retried = {t.user_attrs.get("retry_of") for t in trials}
+    broken = set(study.user_attrs.get(ENVIRONMENT_CRASHES, []))
     queued = []
     for trial in trials:
         state = trial.user_attrs.get("state") or unrecorded_state(trial)
-        if state == "interrupted" and trial.number not in retried:
+        again = state == "interrupted" or (trial.number in broken and state != "ok")
+        if again and trial.number not in retried:
             attrs = {"retry_of": trial.number}
             params = dict(trial.params or trial.system_attrs.get("fixed_params") or {})
             if trial.user_attrs.get("baseline"):
@@ -230,6 +236,7 @@ def params_key(params: Mapping[str, Any]) -> str:
 
 
 def done_keys(trials: Sequence[Mapping[str, Any]]) -> set[str]:
-    """Parameter sets already measured to an end (not interrupted, not skipped), of trials
-    as the tune reads them (rocmdoctor.tuners.tune.trial_dict)."""
-    return {params_key(t["params"]) for t in trials if t["state"] in DONE_STATES}
+    """Parameter sets already measured to an end (not interrupted, not skipped, not crashed by
+    a broken environment), of trials as the tune reads them (rocmdoctor.tuners.tune.trial_dict)."""
+    return {params_key(t["params"]) for t in trials
+            if t["state"] in DONE_STATES and not t.get("environment")}

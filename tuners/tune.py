@@ -22,14 +22,16 @@ import shutil
 import signal
 import socket
 import statistics
+import sys
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from rocmdoctor import __version__
-from rocmdoctor.tuners import batch
+from rocmdoctor.host import process
+from rocmdoctor.tuners import batch, crashes
 from rocmdoctor.tuners import confirm as cf
 from rocmdoctor.tuners import space as sp
 from rocmdoctor.tuners import study as sd
@@ -55,15 +57,25 @@ MAX_DUPLICATES = 20  # consecutive repeats of measured points: the sampler has c
 # share of its first run (the process, torch's import and the measurement itself).
 RERUN_ONE_TIME_LEFT = 0.8
 RERUN_FLOOR = 0.25
-# No trial but yours runs past the budget: one that would is stopped when the budget ends
-# (given at least this long), recorded as interrupted, and runs on a resumed tune.
-BUDGET_CUT_FLOOR_S = 60.0
+# The budget is a promise: the whole command ends within SLACK_SHARE of it or SLACK_FLOOR_S,
+# whichever is larger. No child runs past that end less END_MARGIN_S (the result is shown and
+# written then); one that would is stopped, recorded as interrupted, and runs on a resume.
+SLACK_SHARE = 0.10
+SLACK_FLOOR_S = 15.0
+END_MARGIN_S = 5.0
+# The max-batch search may take at most this share of the budget; past it, the sizes found.
+BATCH_SEARCH_SHARE = 0.3
+PROBE_TIMEOUT_S = 180.0
 # Why the search ended, as the summary says it.
 STOPPED = {
     "budget": "the budget left no room for another trial and the confirmation",
     "max-trials": "--max-trials was reached",
     "space": "every configuration of the space was measured",
     "converged": "the sampler kept proposing configurations already measured",
+    "baseline-failed": "your settings did not finish a run",
+    "environment": "several trials in a row crashed the same way, whatever their settings: "
+                   "the environment broke, not the configurations",
+    "too-short": "the budget is too short for one run of your settings",
 }
 Event = Callable[[str, dict[str, Any]], None]
 # Signals that stop a tune like Ctrl-C: Slurm's scancel and `timeout` send SIGTERM, a closed
@@ -104,6 +116,7 @@ class TuneOptions:
     # one trial at a time on the GPU the environment gives.
     gpus: tuple[int, ...] = ()
     compile_cache: Optional[str] = None  # one inductor cache for all trials (see materialize)
+    started_at: Optional[float] = None  # time.monotonic() when the command started (the budget)
 
 
 @contextlib.contextmanager
@@ -122,14 +135,19 @@ class Tuner:
 
     def __init__(self, options: TuneOptions, env: Mapping[str, str],
                  on_event: Optional[Event] = None,
-                 probe: Callable[[str, Optional[str], Mapping[str, str]], Platform]
-                 = probe_platform) -> None:
+                 probe: Optional[Callable[[str, Optional[str], Mapping[str, str]], Platform]]
+                 = None) -> None:
         self.o = options
         self.env = dict(env)
         self.emit: Event = on_event or (lambda kind, data: None)
-        self.probe = probe
-        self.started = time.monotonic()
+        self.probe = probe or self._probe
+        self.started = options.started_at if options.started_at is not None else time.monotonic()
         self.duplicates = 0
+        self.streak = crashes.CrashStreak()
+        # why the tune cannot reach a verdict (your settings crashed, the environment broke):
+        # kind, message, and what reproduces it; None while it can
+        self.failure: Optional[dict[str, Any]] = None
+        self.recovery: Optional[dict[str, Any]] = None  # your settings run once after a break
         self.lock = threading.Lock()  # suggesting a point and claiming it are one step
         self.running: set[str] = set()
         self.cancel = threading.Event()  # set on Ctrl-C: concurrent trials stop at once
@@ -138,12 +156,40 @@ class Tuner:
         self.stopped: Optional[str] = None  # why the search ended (STOPPED)
         self.batch_search: dict[str, Any] = {"sizes": [], "how": "not planned"}
 
+    # --- the budget ------------------------------------------------------------------------
+    def time_left(self) -> float:
+        return self.o.budget_s - (time.monotonic() - self.started)
+
+    def slack(self) -> float:
+        return max(SLACK_SHARE * self.o.budget_s, SLACK_FLOOR_S)
+
+    def hard_left(self) -> float:
+        """Seconds a child may still run: to the promised end, less the time to report."""
+        return self.time_left() + self.slack() - END_MARGIN_S
+
+    def child_timeout(self, wanted: float) -> float:
+        return max(1.0, min(wanted, self.hard_left()))
+
+    def _probe(self, device: str, python: Optional[str], env: Mapping[str, str]) -> Platform:
+        return probe_platform(device, python, env, self.child_timeout(PROBE_TIMEOUT_S))
+
+    def _phases(self, who: str) -> Callable[[dict[str, Any]], None]:
+        """The worker's own events as progress: a long quiet phase (torch's import, a compile,
+        a MIOpen find) is then reported while it lasts."""
+        def forward(event: dict[str, Any]) -> None:
+            self.emit("phase", {"who": who, "event": event.get("event"),
+                                "step": event.get("step"), "of": event.get("of"),
+                                "index": event.get("index"), "compile": self.o.spec.compile})
+        return forward
+
     # --- the run ---------------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
         spec = self.o.spec
         problems = spec.problems()
         if problems:
             raise TuneError("; ".join(problems))
+        self.emit("probe", {"python": self.o.python or sys.executable,
+                            "timeout_s": self.child_timeout(PROBE_TIMEOUT_S)})
         try:
             self.platform = self.probe(spec.device, self.o.python, self.env)
         except ProbeError as exc:
@@ -181,6 +227,8 @@ class Tuner:
                                "sampler": type(self.sampler).__name__, "requeued": requeued,
                                "finished": len(self._done()), "total": self._total()})
             self._search()
+            if self.failure is not None and self.failure["kind"] == "environment":
+                self._recovery_run()
             confirmation = self._confirm()
             result = self._result(name, storage, confirmation, requeued)
             self._clean(result)
@@ -207,9 +255,17 @@ class Tuner:
         device = self.gpu_env(self.o.gpus[0] if self.o.gpus else None)
         started = time.monotonic()
 
+        # its share of the budget, counted from the start of the command
+        search_end = self.started + BATCH_SEARCH_SHARE * self.o.budget_s
+
         def runner(probe: BenchSpec) -> TrialOutcome:
-            return run_bench_child(probe, device, 300.0, base_env=self.env,
-                                   python=self.o.python, cancel=self.cancel)
+            room = min(search_end - time.monotonic(), self.hard_left())
+            if room < 10.0:
+                return TrialOutcome("budget", None, "not run: the max-batch search may take "
+                                    f"{BATCH_SEARCH_SHARE:.0%} of the budget", "", None, 0.0)
+            return run_bench_child(probe, device, min(300.0, room), base_env=self.env,
+                                   python=self.o.python, cancel=self.cancel,
+                                   on_event=self._phases(f"batch {probe.batch_size}"))
 
         def on_probe(size: int, outcome: TrialOutcome) -> None:
             self.emit("batch-probe", {"batch": size, "state": outcome.state,
@@ -224,6 +280,7 @@ class Tuner:
         result = {"sizes": list(sizes), "how": "max-batch search",
                   "largest_fit": found.largest_fit, "first_oom": found.first_oom,
                   "probes": [list(p) for p in found.probes], "message": found.message(),
+                  "failure": found.failure.state if found.failure else None,
                   "seconds": round(time.monotonic() - started, 1)}
         if found.failure is None:
             batch.save(path, result)
@@ -275,7 +332,8 @@ class Tuner:
 
     # --- search ----------------------------------------------------------------------------
     def _trials(self) -> list[dict[str, Any]]:
-        return [trial_dict(t) for t in self.study.get_trials(deepcopy=False)]
+        flagged = set(self.study.user_attrs.get(sd.ENVIRONMENT_CRASHES, []))
+        return [trial_dict(t, t.number in flagged) for t in self.study.get_trials(deepcopy=False)]
 
     def _done(self) -> list[dict[str, Any]]:
         return [t for t in self._trials() if t["state"] in sd.DONE_STATES]
@@ -302,9 +360,6 @@ class Tuner:
         """Trials finished or running. A trial records its end (in the study) a moment before
         its thread takes it off self.running: counted once, not twice."""
         return len(done) + len(self.running - sd.done_keys(done))
-
-    def time_left(self) -> float:
-        return self.o.budget_s - (time.monotonic() - self.started)
 
     def _rerun_s(self, t: Mapping[str, Any], typical: float) -> float:
         """What measuring trial `t` again costs: its confirmation runs so far, else its first
@@ -336,7 +391,10 @@ class Tuner:
         return self.o.confirm_rounds * (self._rerun_s(base, typical) + sum(picked_cost))
 
     def _stop_reason(self) -> Optional[str]:
-        """Why the search ends now: max-trials, space, converged or budget; None to go on."""
+        """Why the search ends now: a failure, max-trials, space, converged or budget; None to
+        go on."""
+        if self.failure is not None:
+            return str(self.failure["stop"])
         trials = self._trials()
         done = [t for t in trials if t["state"] in sd.DONE_STATES]
         # trials running on other GPUs count towards --max-trials: they will finish
@@ -490,16 +548,13 @@ class Tuner:
                        gpu: Optional[int], before: int, best: Optional[float]) -> float:
         import optuna
 
+        baseline = bool(trial.user_attrs.get("baseline"))
         trial_dir = os.path.join(self.study_dir, "trials", str(trial.number))
         plan = sp.materialize(self.space, params, self.o.spec, self.platform, self.env,
                               trial_dir, self.o.compile_cache)
-        pruner = None if trial.user_attrs.get("baseline") else \
-            sd.WindowPruner(best, report=trial.report)
-        timeout = self._timeout(plan)
-        cut_at_budget = False
-        if not trial.user_attrs.get("baseline") and not self.o.trial_timeout_s \
-                and self.time_left() < timeout:
-            timeout, cut_at_budget = max(BUDGET_CUT_FLOOR_S, self.time_left()), True
+        pruner = None if baseline else sd.WindowPruner(best, report=trial.report)
+        wanted = self._timeout(plan)
+        timeout = self.child_timeout(wanted)
         started = time.time()
         for key, value in {"started_at": started, "dir": trial_dir, "env": plan.env,
                            "spec": plan.spec.to_dict(), "gpu": gpu,
@@ -507,11 +562,26 @@ class Tuner:
                            "deadline_at": started + timeout * (2 if plan.tunableop else 1)
                            + 60}.items():
             trial.set_user_attr(key, value)
+        estimate = self._estimate(baseline)
+        if estimate is not None and estimate > self.hard_left():
+            return self._not_started(trial, params, gpu, baseline, estimate)
         self.emit("trial-start", {"number": trial.number, "params": params, "gpu": gpu,
                                   "changes": self._changes(params), "finished": before,
                                   "total": self._total(), "time_left": self.time_left()})
-        outcome, one_time = self._run_plan(plan, timeout, pruner, gpu)
-        if cut_at_budget and outcome.state == "timeout":
+        outcome, one_time = self._run_plan(plan, timeout, pruner, gpu, f"trial {trial.number}")
+        again = crashes.transient(outcome.message, outcome.stderr_tail) \
+            if outcome.state in crashes.CRASH_STATES else None
+        if again is not None and self.hard_left() > outcome.wall_s + 10.0:
+            # once, never twice: a crash that may not repeat (kb/trial_crashes.py)
+            self.emit("trial-retry", {"number": trial.number, "message": outcome.message,
+                                      "why": again.what})
+            trial.set_user_attr("retried", {"message": outcome.message, "why": again.what,
+                                            "source": again.source})
+            if pruner is not None:
+                pruner.windows.clear()
+            outcome, one_time = self._run_plan(plan, self.child_timeout(wanted), pruner, gpu,
+                                               f"trial {trial.number}")
+        if outcome.state == "timeout" and timeout < wanted:
             outcome = dataclasses.replace(
                 outcome, state="interrupted",
                 message=f"stopped when the budget ended ({timeout:.0f} s in); the same command "
@@ -523,13 +593,24 @@ class Tuner:
                             else metrics.get("first_step_s"))
         trial.set_user_attr("message", outcome.message)
         trial.set_user_attr("wall_s", outcome.wall_s)
+        trial.set_user_attr("survivors", outcome.survivors)
         if outcome.state != "ok":
             trial.set_user_attr("stderr_tail", sd.trimmed_tail(outcome.stderr_tail))
+        cause = crashes.known_cause(outcome.message, outcome.stderr_tail) \
+            if outcome.state in crashes.CRASH_STATES else None
+        if cause is not None:
+            trial.set_user_attr("known_cause", {"key": cause.key, "what": cause.what,
+                                                "source": cause.source,
+                                                "avoided": cause.avoided})
+        with self.lock:
+            self._judge_end(trial, params, plan, baseline, outcome, gpu)
         # last: a trial with a state is finished to the other GPUs' threads, figures and all
         trial.set_user_attr("state", outcome.state)
         self.emit("trial-end", {"number": trial.number, "params": params, "gpu": gpu,
                                 "changes": self._changes(params), "state": outcome.state,
                                 "message": outcome.message, "metrics": metrics,
+                                "survivors": outcome.survivors,
+                                "known_cause": cause.what if cause else None,
                                 "best": max(best or 0.0, metrics.get("throughput") or 0.0) or None,
                                 "finished": len(self._done()), "total": self._total(),
                                 "time_left": self.time_left()})
@@ -539,9 +620,77 @@ class Tuner:
             raise optuna.TrialPruned(outcome.message)
         raise _TrialFailed(outcome.message)
 
+    def _estimate(self, baseline: bool) -> Optional[float]:
+        """What a run of your settings takes, from the runs of this study (None before any):
+        it is not started when it cannot end before the promised end of the command. (Other
+        trials are not started once the budget has no room for them: _stop_reason.)"""
+        if not baseline:
+            return None
+        walls = [t["wall_s"] for t in self._done() if t["state"] == "ok" and t["wall_s"]]
+        return min(walls) if walls else None
+
+    def _not_started(self, trial: optuna.Trial, params: dict[str, str], gpu: Optional[int],
+                     baseline: bool, estimate: float) -> float:
+        """Say, before starting it, that one run cannot fit in what is left of the budget."""
+        left = max(0.0, self.hard_left())
+        message = (f"not started: one run takes about {estimate:.0f} s and {left:.0f} s are "
+                   "left of the budget; a longer --budget runs it")
+        trial.set_user_attr("message", message)
+        if baseline and self.failure is None:
+            self.failure = {"kind": "too-short", "stop": "too-short", "message": message}
+        trial.set_user_attr("state", "interrupted")
+        self.emit("trial-skip", {"number": trial.number, "message": message, "gpu": gpu,
+                                 "changes": self._changes(params)})
+        raise _TrialSkipped("budget")
+
+    def _judge_end(self, trial: optuna.Trial, params: dict[str, str], plan: sp.TrialPlan,
+                   baseline: bool, outcome: TrialOutcome, gpu: Optional[int]) -> None:
+        """What this trial's end says about the tune (called holding self.lock): your settings
+        failing, or the last trials crashing alike whatever their settings, stop the search."""
+        if self.failure is not None or outcome.state in ("pruned", "duplicate"):
+            return
+        env = {**plan.env, **self.gpu_env(gpu)}
+        reproduce = crashes.reproduce_command(plan.spec, env, self.o.python)
+        if baseline and outcome.state == "interrupted":
+            if outcome.message.startswith("stopped when the budget ended"):
+                self.failure = {"kind": "too-short", "stop": "too-short",
+                                "message": "your settings did not finish within the budget "
+                                           f"({outcome.wall_s:.0f} s in); a longer --budget "
+                                           "measures them",
+                                "reproduce": reproduce}
+            return
+        if baseline and outcome.state != "ok":
+            self.failure = {"kind": "baseline", "stop": "baseline-failed",
+                            "message": outcome.message, "state": outcome.state,
+                            "trial": trial.number, "stderr_tail": outcome.stderr_tail,
+                            "reproduce": reproduce}
+            return
+        self.streak.record(sd.params_key(params), outcome.state, outcome.message)
+        broken = self.streak.broken()
+        if broken is None:
+            return
+        numbers = [t.number for t in trial.study.get_trials(deepcopy=False)
+                   if t.user_attrs.get("state") in crashes.CRASH_STATES
+                   and crashes.signature(t.user_attrs["state"], t.user_attrs.get("message", ""))
+                   == crashes.signature(outcome.state, outcome.message)]
+        numbers = sorted({*numbers[-(crashes.STREAK - 1):], trial.number})
+        self.failure = {"kind": "environment", "stop": "environment", "message": broken,
+                        "trials": numbers, "stderr_tail": outcome.stderr_tail,
+                        "reproduce": reproduce}
+        for number in numbers:  # not the configurations' fault: they run again on resume
+            self._flag_environment(trial.study, number)
+        self.emit("environment-broke", {"message": broken, "trials": numbers})
+
+    @staticmethod
+    def _flag_environment(study: optuna.Study, number: int) -> None:
+        """Mark a trial as crashed by the environment (a finished trial's own attributes can
+        no longer be set): not counted as measured, and queued again on a resume."""
+        flagged = set(study.user_attrs.get(sd.ENVIRONMENT_CRASHES, []))
+        study.set_user_attr(sd.ENVIRONMENT_CRASHES, sorted(flagged | {number}))
+
     def _run_plan(self, plan: sp.TrialPlan, timeout: float,
-                  on_window: Optional[Callable[[int, float], bool]], gpu: Optional[int] = None
-                  ) -> tuple[TrialOutcome, Optional[float]]:
+                  on_window: Optional[Callable[[int, float], bool]], gpu: Optional[int] = None,
+                  who: str = "a trial") -> tuple[TrialOutcome, Optional[float]]:
         """Run one configuration; TunableOp first tunes (once per folder), then replays."""
         for path in plan.dirs.values():
             os.makedirs(path if not path.endswith(".csv") else os.path.dirname(path),
@@ -553,15 +702,17 @@ class Tuner:
             pattern = plan.dirs["PYTORCH_TUNABLEOP_FILENAME"].replace("%d", "*")
             if not glob.glob(pattern):
                 tuning = run_bench_child(dataclasses.replace(plan.spec, steps=1, warmup=1),
-                                         {**sp.tunableop_env(plan, True), **device}, timeout,
-                                         base_env=self.env,
-                                         python=self.o.python, cancel=self.cancel)
+                                         {**sp.tunableop_env(plan, True), **device},
+                                         self.child_timeout(timeout), base_env=self.env,
+                                         python=self.o.python, cancel=self.cancel,
+                                         on_event=self._phases(f"{who} (TunableOp tuning)"))
                 one_time = tuning.wall_s
                 if tuning.state != "ok":
                     return tuning, one_time
             env = {**sp.tunableop_env(plan, False), **device}
-        outcome = run_bench_child(plan.spec, env, timeout, on_window=on_window, base_env=self.env,
-                                  python=self.o.python, cancel=self.cancel)
+        outcome = run_bench_child(plan.spec, env, self.child_timeout(timeout), on_window=on_window,
+                                  base_env=self.env, python=self.o.python, cancel=self.cancel,
+                                  on_event=self._phases(who))
         return outcome, one_time
 
     def _changes(self, params: Mapping[str, str]) -> dict[str, str]:
@@ -569,43 +720,116 @@ class Tuner:
         return {k: v for k, v in params.items() if base.get(k) != v}
 
     # --- confirmation ----------------------------------------------------------------------
+    def _recovery_run(self) -> None:
+        """After the environment broke: your settings once more, to see whether the machine
+        has recovered (then the candidates found before the break are still confirmed)."""
+        base = self._baseline()
+        if base is None:
+            self.recovery = {"state": "not-run", "message": "your settings have no finished "
+                             "run to repeat", "throughput": None}
+            return
+        need = self._rerun_s(base, self._typical_wall())
+        if self.hard_left() < need:
+            self.recovery = {"state": "not-run", "throughput": None,
+                             "message": f"not run: it takes about {need:.0f} s and the budget "
+                                        "has no room left"}
+            return
+        plan = sp.materialize(self.space, base["params"], self.o.spec, self.platform, self.env,
+                              base["dir"], self.o.compile_cache)
+        self.emit("recovery-start", {"trial": base["number"], "time_left": self.time_left()})
+        outcome, _ = self._run_plan(plan, self._timeout(plan), None,
+                                    self.o.gpus[0] if self.o.gpus else None,
+                                    "your settings (has the machine recovered?)")
+        self.recovery = {"state": outcome.state, "message": outcome.message,
+                         "wall_s": round(outcome.wall_s, 2), "survivors": outcome.survivors,
+                         "throughput": metrics_of(outcome.result)["throughput"]
+                         if outcome.result else None}
+        self.emit("recovery-end", {**self.recovery, "time_left": self.time_left()})
+
+    def _unconfirmed(self, picked: Sequence[Mapping[str, Any]], base: Optional[dict[str, Any]],
+                     status: str, reason: str, why: str) -> dict[str, Any]:
+        """A confirmation that could not run: the candidates with their search figures only."""
+        return {"status": status, "reason": reason,
+                "baseline_trial": base["number"] if base else None, "runs": [],
+                "noise_cv": None, "rounds": 0,
+                "candidates": [{"trial": t["number"], "params": dict(t["params"]),
+                                "precision": t.get("precision"),
+                                "search_throughput": t.get("throughput"), "speedup": None,
+                                "low": None, "high": None, "pairs": 0, "winner": False,
+                                "why": why} for t in picked]}
+
     def _confirm(self) -> dict[str, Any]:
         base = self._baseline()
         picked = [] if base is None else cf.pick_candidates(
             base, [t for t in self._done() if t["state"] == "ok"], self.o.confirm_top,
             self.o.spec.precision, self.o.spec.batch_size)
+        failure = self.failure or {}
+        if failure.get("kind") in ("baseline", "too-short"):
+            confirmation = self._unconfirmed([], None, "no-baseline", _failure_text(failure), "")
+            return self._finish_confirmation(confirmation, base, [])
+        if failure.get("kind") == "environment" and (self.recovery or {}).get("state") != "ok":
+            rec = self.recovery or {}
+            reason = (f"{_failure_text(failure)}; your settings, run again to see whether the "
+                      f"machine had recovered: {rec.get('message') or 'not run'}. The "
+                      "confirmation did not run: the search figures are unconfirmed")
+            confirmation = self._unconfirmed(picked, base, "not-run", reason,
+                                             "not re-measured: the environment broke")
+            return self._finish_confirmation(confirmation, base, [])
         stored: list[dict[str, Any]] = list(self.study.user_attrs.get("confirm_runs", []))
         if base is not None and picked:
             self.emit("confirm-start", {"keys": [base["number"]] + [t["number"] for t in picked],
                                         "rounds": self.o.confirm_rounds})
+        streak = crashes.CrashStreak()
+        skipped: list[str] = []
 
         def measure(t: dict[str, Any], round_index: int) -> Optional[float]:
             plan = sp.materialize(self.space, t["params"], self.o.spec, self.platform,
                                   self.env, t["dir"], self.o.compile_cache)
-            # Every re-measurement on one GPU: a ratio between two GPUs would measure the GPUs.
-            outcome, _ = self._run_plan(plan, self._timeout(plan), None,
-                                        self.o.gpus[0] if self.o.gpus else None)
+            need = self._rerun_s(t, self._typical_wall())
+            broken = streak.broken()
+            if broken is not None or self.hard_left() < need:
+                # the environment broke, or the run cannot end before the promised end
+                skipped.append(f"the re-measurements crashed alike ({broken})" if broken else
+                               "the budget ended before the confirmation did")
+                outcome = TrialOutcome("not-run", None, skipped[-1], "", None, 0.0)
+            else:
+                # Every re-measurement on one GPU: a ratio between two GPUs would measure GPUs.
+                who = "your settings" if t is base else f"trial {t['number']}"
+                outcome, _ = self._run_plan(plan, self._timeout(plan), None,
+                                            self.o.gpus[0] if self.o.gpus else None,
+                                            f"{who} (confirmation round {round_index + 1})")
+                streak.record(f"{t['number']}/{round_index}", outcome.state, outcome.message)
             value = metrics_of(outcome.result)["throughput"] if outcome.result else None
             stored.append({"trial": t["number"], "round": round_index, "throughput": value,
                            "state": outcome.state, "at": time.time(),
-                           "wall_s": round(outcome.wall_s, 2),
+                           "wall_s": round(outcome.wall_s, 2), "message": outcome.message,
                            "energy_per_sample_j": metrics_of(outcome.result)[
                                "energy_per_sample_j"] if outcome.result else None})
             self.study.set_user_attr("confirm_runs", stored)
             self.emit("confirm-run", {"trial": t["number"], "round": round_index,
                                       "state": outcome.state, "throughput": value,
+                                      "message": outcome.message,
                                       "baseline": base is not None and t is base,
                                       "time_left": self.time_left()})
             return value
 
         def time_for_round(keys: int) -> bool:
             typical = self._typical_wall()
-            return self.time_left() >= sum(self._rerun_s(t, typical) for t in [base, *picked]
-                                           if t is not None)
+            return self.hard_left() >= sum(self._rerun_s(t, typical) for t in [base, *picked]
+                                           if t is not None) and streak.broken() is None
 
-        confirmation = cf.confirm(base, picked, stored, measure, self.o.confirm_rounds,
+        # runs of an earlier tune that did not measure are measured again
+        measured = [r for r in stored if r.get("throughput") is not None]
+        confirmation = cf.confirm(base, picked, measured, measure, self.o.confirm_rounds,
                                   self.o.confirm_max_rounds or 2 * self.o.confirm_rounds,
                                   time_for_round)
+        if confirmation["status"] == "done":
+            confirmation = _judge_runs(confirmation, stored, skipped)
+        return self._finish_confirmation(confirmation, base, stored)
+
+    def _finish_confirmation(self, confirmation: dict[str, Any],
+                             base: Optional[dict[str, Any]],
+                             stored: list[dict[str, Any]]) -> dict[str, Any]:
         confirmation["timed_runs"] = [dict(r) for r in stored]  # for the HTML's time axis
         by_number = {t["number"]: t for t in self._trials()}
         if base is not None and confirmation["candidates"]:
@@ -641,6 +865,13 @@ class Tuner:
         if requeued:
             warnings.append(f"trial(s) {', '.join(map(str, requeued))} were interrupted last "
                             "time and ran again")
+        warnings += process.cwd_notes()
+        causes = {t["known_cause"]["key"]: t["known_cause"] for t in trials
+                  if t.get("known_cause")}
+        for cause in causes.values():
+            avoided = f"; {cause['avoided']}" if cause["avoided"] else ""
+            warnings.append(f"a crash with a known cause outside rocmdoctor: {cause['what']} "
+                            f"({cause['source']}){avoided}")
         if best is not None:
             summary = (f"trial {best['trial']} ({changes_text(best['changes'])}) is faster than "
                        f"your settings: {best['why']}")
@@ -670,6 +901,9 @@ class Tuner:
                 self.space.to_dict()["knobs"], best["changes"] if best else None,
                 confirmation.get("noise_cv"), confirmation.get("status") == "done"),
             "apply": apply,
+            # added to tune/1: why no verdict could be reached (None when one could), and the
+            # run of your settings after the environment broke
+            "failure": self.failure, "recovery": self.recovery,
         }
 
     def _clean(self, result: dict[str, Any]) -> None:
@@ -682,6 +916,44 @@ class Tuner:
                 continue
             if os.path.dirname(os.path.dirname(path)) == self.study_dir:
                 shutil.rmtree(path, ignore_errors=True)
+
+
+def _failure_text(failure: Mapping[str, Any]) -> str:
+    """One sentence on why the tune reached no verdict."""
+    kind, message = failure.get("kind"), failure.get("message", "")
+    if kind == "baseline":
+        return (f"your settings {failure.get('state', 'crashed')}: {message}; there is nothing "
+                "to compare against")
+    if kind == "environment":
+        count = len(failure.get("trials") or []) or crashes.STREAK
+        return (f"the environment broke: {count} trials in a row, each with other settings, "
+                f"crashed the same way ({message})")
+    return str(message)
+
+
+def _judge_runs(confirmation: dict[str, Any], stored: list[dict[str, Any]],
+                skipped: list[str]) -> dict[str, Any]:
+    """A confirmation whose re-measurements crashed (or did not run) proves nothing: it says
+    so, and no candidate it could not measure is called a winner or a loser."""
+    mine = {(r["trial"], r["round"]) for r in confirmation["runs"]}
+    runs = [r for r in stored if (r["trial"], r["round"]) in mine]
+    failed = [r for r in runs if r.get("throughput") is None]
+    if not failed:
+        return confirmation
+    first = next((r for r in failed if r.get("state") != "not-run"), failed[0])
+    what = f"{first.get('state')}: {first.get('message') or 'no result'}"
+    for cand in confirmation["candidates"]:
+        if cand["speedup"] is None:
+            cand["why"] = f"not confirmed: its re-measurements did not finish ({what})"
+    if any(c["speedup"] is not None for c in confirmation["candidates"]):
+        return confirmation
+    crashed = sum(r.get("state") not in ("not-run",) for r in failed)
+    reason = (f"the confirmation could not run: {len(failed)} of {len(runs)} re-measurements "
+              f"did not finish ({what})")
+    if skipped and not crashed:
+        reason = f"the confirmation could not run: {skipped[-1]}"
+    return {**confirmation, "status": "failed",
+            "reason": reason + "; the search figures are unconfirmed"}
 
 
 def _wait_all(ended: list[threading.Event], until: Optional[float] = None) -> bool:

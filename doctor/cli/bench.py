@@ -18,7 +18,7 @@ import typer
 
 from rocmdoctor.cli.common import fail as _fail
 from rocmdoctor.cli.common import unwritable
-from rocmdoctor.tuners.bench.spec import SETTINGS, BenchSpec
+from rocmdoctor.tuners.bench.spec import DEFAULT_STEPS, SETTINGS, BenchSpec, held_on_cpu
 
 if TYPE_CHECKING:
     from rocmdoctor.tuners.bench.child import TrialOutcome
@@ -64,7 +64,9 @@ def bench_command(
         help="fp32 (PyTorch defaults) | fp32-strict (no TF32) | tf32 | bf16 | fp16."),
     channels_last: bool = typer.Option(False, "--channels-last", help="NHWC memory format."),
     compile_model: bool = typer.Option(False, "--compile", help="torch.compile the model."),
-    steps: int = typer.Option(50, "--steps", min=1, help="Measured steps."),
+    steps: Optional[int] = typer.Option(
+        None, "--steps", min=1, help="Measured steps (default 50; on a CPU as many as fit in "
+        "about 20 s with the warm-up unless given)."),
     warmup: int = typer.Option(10, "--warmup", min=1, help="Warm-up steps (not measured)."),
     device: str = typer.Option("auto", "--device", help="auto | cuda | cpu (cuda = ROCm too)."),
     image_size: int = typer.Option(224, "--image-size", min=1, help="Image side in pixels."),
@@ -84,9 +86,10 @@ def bench_command(
 
     try:
         spec = BenchSpec(model=model, batch_size=batch_size, precision=precision,
-                         channels_last=channels_last, compile=compile_model, steps=steps,
-                         warmup=warmup, device=device, image_size=image_size, seq_len=seq_len,
-                         settings=parse_settings(settings))
+                         channels_last=channels_last, compile=compile_model,
+                         steps=steps or DEFAULT_STEPS, warmup=warmup, device=device,
+                         image_size=image_size, seq_len=seq_len,
+                         settings=held_on_cpu(parse_settings(settings), steps))
     except ValueError as exc:
         raise _fail(str(exc)) from None
     problems = spec.problems()

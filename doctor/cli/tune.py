@@ -18,7 +18,7 @@ import typer
 
 from rocmdoctor.cli.common import fail as _fail
 from rocmdoctor.cli.common import unwritable
-from rocmdoctor.tuners.bench.spec import BenchSpec
+from rocmdoctor.tuners.bench.spec import DEFAULT_STEPS, BenchSpec, held_on_cpu
 from rocmdoctor.tuners.result import changes_text
 
 INSTALL_HINT = "pip install 'rocmdoctor[tune]'"
@@ -76,19 +76,85 @@ def _clock(seconds: Optional[float]) -> str:
     return f"{minutes}m{secs:02d}s left"
 
 
-class Progress:
-    """Live progress lines on stderr: trial n of N, its settings, throughput, best, time left."""
+HEARTBEAT_S = 5.0  # a quiet phase (torch's import, a compile) is reported this often
 
-    def __init__(self, stream: TextIO) -> None:
+
+def phase_text(data: dict[str, Any]) -> str:
+    """What a benchmark child is doing, from its last event ("phase" events of the tune)."""
+    event, step, of = data.get("event"), data.get("step"), data.get("of")
+    if event == "start":
+        return "warm-up step 1" + (" (torch.compile compiles now)" if data.get("compile") else "")
+    if event == "warmup":
+        return f"warm-up step {int(step or 0) + 1}" + (f" of {of}" if of else "")
+    if event == "window":
+        index = int(data.get("index") or 0) + 2
+        return f"measuring window {index} of {of}" if of and index <= int(of) else \
+            "finishing (the result)"
+    return "starting (importing torch)"
+
+
+class Progress:
+    """Live progress lines on stderr: trial n of N, its settings, throughput, best, time left;
+    while a child is quiet for HEARTBEAT_S, what it is doing and for how long."""
+
+    def __init__(self, stream: TextIO, verbose: bool = False,
+                 heartbeat_s: float = HEARTBEAT_S) -> None:
+        import threading
+        import time
+
         self.stream = stream
         self.unit = "samples"
+        self.verbose = verbose
+        self.heartbeat_s = heartbeat_s
+        self._lock = threading.Lock()
+        self._clock = time.monotonic
+        self._said = self._clock()
+        self._phase: Optional[tuple[str, str, float]] = None  # who, what, since
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, daemon=True,
+                                        name="rocmdoctor-tune-progress")
+
+    def __enter__(self) -> Progress:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=2)
 
     def _say(self, text: str) -> None:
-        self.stream.write(text + "\n")
-        self.stream.flush()
+        with self._lock:
+            try:
+                self.stream.write(text + "\n")
+                self.stream.flush()
+            except (OSError, ValueError):  # a closed stderr: go on without progress
+                pass
+            self._said = self._clock()
+
+    def _beat(self) -> None:
+        while not self._stop.wait(0.5):
+            phase = self._phase
+            now = self._clock()
+            if phase is None or now - self._said < self.heartbeat_s:
+                continue
+            who, what, since = phase
+            self._say(f"      ... {who}: {what} ({now - since:.0f} s)")
+
+    def _enter(self, who: Optional[str], what: str = "starting (importing torch)") -> None:
+        self._phase = None if who is None else (who, what, self._clock())
 
     def __call__(self, kind: str, data: dict[str, Any]) -> None:
-        if kind == "plan":
+        if kind == "phase":
+            self._enter(data["who"], phase_text(data))
+            return
+        self._event(kind, data)
+
+    def _event(self, kind: str, data: dict[str, Any]) -> None:
+        if kind == "probe":
+            self._say(f"tune: asking {data['python']} what it runs on (torch, GPUs; at most "
+                      f"{data['timeout_s']:.0f} s)")
+            self._enter("the platform probe", "importing torch")
+        elif kind == "plan":
             space = data["space"]
             done = f", {data['finished']} already done" if data["finished"] else ""
             self._say(f"tune: {len(space['knobs'])} knobs, {space['size']} configurations, "
@@ -97,20 +163,25 @@ class Progress:
                 self._say(f"tune: trial(s) {', '.join(map(str, data['requeued']))} were "
                           "interrupted last time; they run again")
         elif kind == "batch-search":
+            self._enter(None)
             self._say(f"tune: finding the largest batch that fits, from {data['from']} up to "
                       f"{data['limit']} (short runs in child processes)")
         elif kind == "batch-probe":
             self._say(f"      batch {data['batch']}: {data['state']} ({data['wall_s']:.0f} s); "
                       f"{_clock(data['time_left'])}")
         elif kind == "batch-sizes":
+            self._enter(None)
             how = " (found earlier)" if data.get("cached") else ""
             self._say(f"tune: batch sizes to try: {', '.join(map(str, data['sizes']))}{how}")
+            if data.get("message") and not data.get("cached") and data.get("failure"):
+                self._say(f"      the search stopped early: {data['message']}")
         elif kind == "trial-start":
             changes = changes_text(data["changes"])
             step = data["finished"] + 1
             count = f"{step}/{data['total']}" if data["total"] else f"{step}"
             where = f" (GPU {data['gpu']})" if data.get("gpu") is not None else ""
             self._say(f"[{count}] trial {data['number']}{where}: {changes} ...")
+            self._enter(f"trial {data['number']}")
         elif kind == "trial-end":
             metrics = data["metrics"]
             self.unit = metrics.get("unit") or self.unit
@@ -121,15 +192,39 @@ class Progress:
             else:
                 what = f"{data['state']}: {data['message']}"
             best = f"; best {data['best']:,.1f}" if data.get("best") else ""
+            self._enter(None)
             self._say(f"      trial {data['number']}: {what}{best}; "
                       f"{_clock(data['time_left'])}")
+            if data.get("known_cause"):
+                self._say(f"      known cause: {data['known_cause']}")
+            if self.verbose:
+                self._say(f"      trial {data['number']}: {data.get('survivors') or 0} "
+                          "process(es) outlived it and were killed")
+        elif kind == "trial-retry":
+            self._say(f"      trial {data['number']}: {data['message']}; this may not happen "
+                      f"again ({data['why']}): running it once more")
+        elif kind == "trial-skip":
+            self._say(f"      trial {data['number']}: {data['message']}")
+        elif kind == "environment-broke":
+            self._say(f"tune: trials {', '.join(map(str, data['trials']))} crashed the same way "
+                      "whatever their settings: the environment broke, not the configurations; "
+                      "the search stops here")
+        elif kind == "recovery-start":
+            self._say("tune: running your settings once more to see whether the machine has "
+                      "recovered ...")
+            self._enter("your settings")
+        elif kind == "recovery-end":
+            self._enter(None)
+            self._say(f"      your settings: {data['message']}; {_clock(data['time_left'])}")
         elif kind == "confirm-start":
             self._say(f"confirm: re-measuring your settings and {len(data['keys']) - 1} "
                       f"candidate(s), interleaved, at least {data['rounds']} rounds")
         elif kind == "confirm-run":
+            self._enter(None)
             who = "your settings" if data["baseline"] else f"trial {data['trial']}"
             value = data["throughput"]
-            what = f"{value:,.1f} {self.unit}/s" if value is not None else data["state"]
+            what = f"{value:,.1f} {self.unit}/s" if value is not None else \
+                f"{data['state']}: {data.get('message') or ''}".rstrip(": ")
             self._say(f"      round {data['round'] + 1}: {who}: {what}; "
                       f"{_clock(data['time_left'])}")
 
@@ -173,7 +268,9 @@ def tune_command(
     channels_last: bool = typer.Option(False, "--channels-last",
                                        help="You train with channels_last now."),
     compile_: bool = typer.Option(False, "--compile", help="You use torch.compile now."),
-    steps: int = typer.Option(_DEFAULT.steps, "--steps", help="Measured steps per trial."),
+    steps: Optional[int] = typer.Option(
+        None, "--steps", min=1, help="Measured steps per trial (default 50; on a CPU as many as "
+        "fit in about 20 s with the warm-up unless given)."),
     warmup: int = typer.Option(_DEFAULT.warmup, "--warmup", help="Warm-up steps per trial."),
     device: str = typer.Option(_DEFAULT.device, "--device", help="auto | cuda | cpu"),
     image_size: int = typer.Option(_DEFAULT.image_size, "--image-size"),
@@ -213,9 +310,14 @@ def tune_command(
     compile_cache: Optional[str] = typer.Option(
         None, "--compile-cache", help="One TorchInductor cache folder for every trial: "
         "compiled trials start faster, and their first step no longer shows the compile cost."),
+    verbose: bool = typer.Option(False, "--verbose", "-v",
+                                 help="Also say, per trial, how many processes outlived it."),
 ) -> None:
     """Find the fastest settings for a training workload, with proof (Ctrl-C, then the same
     command, resumes)."""
+    import time
+
+    started_at = time.monotonic()  # the budget counts the whole command
     if importlib.util.find_spec("optuna") is None:
         raise _fail(f"rocmdoctor tune needs optuna: {INSTALL_HINT}")
     try:
@@ -225,8 +327,10 @@ def tune_command(
     except ValueError as exc:
         raise _fail(str(exc)) from None
     spec = BenchSpec(model=model, batch_size=batch_size, precision=precision,
-                     channels_last=channels_last, compile=compile_, steps=steps, warmup=warmup,
-                     device=device, image_size=image_size, seq_len=seq_len)
+                     channels_last=channels_last, compile=compile_,
+                     steps=steps or DEFAULT_STEPS, warmup=warmup,
+                     device=device, image_size=image_size, seq_len=seq_len,
+                     settings=held_on_cpu({}, steps))
     problems = spec.problems()
     if problems:
         raise _fail("; ".join(problems))
@@ -234,6 +338,8 @@ def tune_command(
         problem = unwritable(path) if path else None
         if problem:  # found before anything is measured
             raise _fail(problem)
+    # by name from here: the folder the tune was started in may be replaced while it runs
+    output, export, html = (os.path.abspath(p) if p else None for p in (output, export, html))
     from rocmdoctor.tuners.export import env_file_text, json_text, render_summary
     from rocmdoctor.tuners.tune import TuneError, TuneOptions, run_tune
 
@@ -244,10 +350,12 @@ def tune_command(
         trial_timeout_s=trial_timeout, confirm_rounds=confirm_rounds,
         confirm_max_rounds=confirm_max_rounds, confirm_top=confirm_top,
         python=python, seed=seed, allow_test_knobs=os.environ.get("ROCMDOCTOR_TESTING") == "1",
-        gpus=gpu_ids, compile_cache=os.path.abspath(compile_cache) if compile_cache else None)
+        gpus=gpu_ids, compile_cache=os.path.abspath(compile_cache) if compile_cache else None,
+        started_at=started_at)
     received = _stop_on_signals()
     try:
-        result = run_tune(options, os.environ, Progress(sys.stderr))
+        with Progress(sys.stderr, verbose=verbose) as progress:
+            result = run_tune(options, os.environ, progress)
     except TuneError as exc:
         raise _fail(str(exc)) from None
     except KeyboardInterrupt:
@@ -281,8 +389,15 @@ def tune_command(
         typer.echo(f"rocmdoctor: error: {redactor(problem)}; the results are in the study "
                    f"({shown['study']['storage']}): the same command shows them again",
                    err=True)
-    if failed:
+    if failed or not concluded(shown):
         raise typer.Exit(1)
+
+
+def concluded(result: dict[str, Any]) -> bool:
+    """Whether the tune reached a verdict from measurements: not when your settings failed,
+    the environment broke, or the confirmation could not run (exit 1 then)."""
+    status = (result.get("confirmation") or {}).get("status")
+    return not result.get("failure") and status not in ("failed", "not-run")
 
 
 def main() -> None:

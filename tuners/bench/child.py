@@ -19,6 +19,8 @@ Anything else on stdout is ignored; the worker sends stray prints to stderr.
 from __future__ import annotations
 
 import collections
+import dataclasses
+import itertools
 import json
 import os
 import queue
@@ -58,6 +60,8 @@ class TrialOutcome:
     stderr_tail: str  # the last STDERR_TAIL_LINES lines of the child's stderr
     returncode: Optional[int]
     wall_s: float
+    survivors: int = 0  # processes of the child still alive after it ended, then killed
+    started: bool = True  # the worker said "start" (False: it died or hung before that)
 
 
 def worker_argv(python: Optional[str] = None) -> list[str]:
@@ -91,6 +95,7 @@ def run_bench_child(
     env = {**(os.environ if base_env is None else base_env), **env_patch}
     env["PYTHONUNBUFFERED"] = "1"
     env[process.PARENT_ENV] = str(os.getpid())  # the worker dies with this process
+    tag = env[process.TAG_ENV] = _new_tag()  # and everything it starts ends with it
     try:
         proc = process.spawn(worker_argv(python), env=env, cwd=cwd, stdin=process.PIPE)
     except OSError as exc:
@@ -99,16 +104,28 @@ def run_bench_child(
     with _LIVE_LOCK:
         _LIVE.add(proc)
     try:
-        return _watch(proc, spec, start, timeout_s, on_window, on_event, cancel)
+        outcome = _watch(proc, spec, start, timeout_s, on_window, on_event, cancel,
+                         python or sys.executable)
     finally:
         with _LIVE_LOCK:
             _LIVE.discard(proc)
+        # compile workers, a power sampler or anything else the worker started must not
+        # outlive its trial (they hold GPU memory and file descriptors, and add up)
+        survivors = process.reap_tagged(tag, exclude=(proc.pid,))
+    return dataclasses.replace(outcome, survivors=survivors)
+
+
+_TAGS = itertools.count()
+
+
+def _new_tag() -> str:
+    return f"{os.getpid()}-{next(_TAGS)}-{time.monotonic_ns()}"
 
 
 def _watch(proc: process.Popen[str], spec: BenchSpec, start: float, timeout_s: float,
            on_window: Optional[Callable[[int, float], bool]],
            on_event: Optional[Callable[[dict[str, Any]], None]],
-           cancel: Optional[threading.Event]) -> TrialOutcome:
+           cancel: Optional[threading.Event], python: str) -> TrialOutcome:
     assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
     tail = _Tail(STDERR_TAIL_LINES)
     lines: queue.Queue[Optional[str]] = queue.Queue()
@@ -124,8 +141,16 @@ def _watch(proc: process.Popen[str], spec: BenchSpec, start: float, timeout_s: f
     except OSError:
         pass  # the child died before reading its spec; its exit status tells why
 
+    began: list[bool] = []
+
+    def seen(event: dict[str, Any]) -> None:
+        if event.get("event") == "start":
+            began.append(True)
+        if on_event is not None:
+            on_event(event)
+
     try:
-        final, ended_by = _follow(lines, start + timeout_s, on_window, on_event, cancel)
+        final, ended_by = _follow(lines, start + timeout_s, on_window, seen, cancel)
         if ended_by == "cancelled":
             raise KeyboardInterrupt
     except BaseException:  # Ctrl-C or a failing callback: never leave the child running
@@ -158,7 +183,12 @@ def _watch(proc: process.Popen[str], spec: BenchSpec, start: float, timeout_s: f
     stderr_tail = tail.text()
     state, result, message = _classify(spec, final, ended_by, returncode, stderr_tail, timeout_s,
                                        exit_hung)
-    return TrialOutcome(state, result, message, stderr_tail, returncode, wall)
+    if state == "crashed" and not began and not stderr_tail.strip():
+        message = (f"{python} exited with code {returncode} before the benchmark started, "
+                   "printing nothing: is it a Python with torch and rocmdoctor? (check: "
+                   f"{python} -c 'import torch, rocmdoctor')")
+    return TrialOutcome(state, result, message, stderr_tail, returncode, wall,
+                        started=bool(began))
 
 
 def _follow(

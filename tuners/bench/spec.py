@@ -47,6 +47,9 @@ SETTINGS: dict[str, tuple[type, str]] = {
                             "clocks ramp up again after a long compile or find"),
     "extras": (bool, "False skips FLOP counting, the GEMM peak and power sampling: a fast "
                      "probe (--find-max-batch uses it); default True"),
+    "cpu_time_s": (float, "on the CPU, hold warm-up and measurement to about this many seconds "
+                          "(fewer measured steps than `steps`, at least 3; 0 or unset: all "
+                          "steps); bench and tune set 20 unless --steps is given"),
     "power_hz": (float, "power samples per second during the measurement (default 10)"),
     "mfu": (bool, "False skips FLOP counting and the GEMM peak but keeps power (tune's "
                   "trials, which use neither); default True"),
@@ -61,6 +64,20 @@ _CHOICES: dict[str, tuple[str, ...]] = {
 }
 
 
+DEFAULT_STEPS = 50
+# On the CPU, unless --steps is given, warm-up and measurement are held to about this long:
+# a CPU takes seconds a step of a vision model, and 60 of them took minutes.
+CPU_TIME_S = 20.0
+
+
+def held_on_cpu(settings: Mapping[str, Any], steps: Any) -> dict[str, Any]:
+    """`settings` with cpu_time_s set when the user gave no step count and no cpu_time_s."""
+    out = dict(settings)
+    if steps is None:
+        out.setdefault("cpu_time_s", CPU_TIME_S)
+    return out
+
+
 @dataclass(frozen=True)
 class BenchSpec:
     """One benchmark configuration. `model` is a built-in name or "pkg.module:factory"."""
@@ -70,7 +87,7 @@ class BenchSpec:
     precision: str = "fp32"  # fp16 uses a GradScaler
     channels_last: bool = False
     compile: bool = False
-    steps: int = 50  # measured steps, after warm-up
+    steps: int = DEFAULT_STEPS  # measured steps, after warm-up
     warmup: int = 10
     device: str = "auto"  # "cuda" also means ROCm/HIP
     image_size: int = 224

@@ -21,6 +21,7 @@ import json
 import os
 import resource
 import signal
+import statistics
 import sys
 import time
 from typing import IO, TYPE_CHECKING, Any, Callable, Optional, Union
@@ -179,12 +180,18 @@ def run(spec: BenchSpec, emit: Callable[[dict[str, Any]], None], fault: str) -> 
     # ResNet-50 windows rose from 4,491 to 5,684 images/s over 50 steps after 10 warm-up).
     min_warm_s = float(spec.settings.get("min_warmup_s", 2.0 if cuda else 0.0))
     cap = max(spec.warmup, 1) * 50
+    # On the CPU a run may be held to about `cpu_time_s` (bench and tune set it unless
+    # --steps is given): a large model there takes seconds a step.
+    held = None if cuda else float(spec.settings.get("cpu_time_s", 0.0)) or None
     while len(warm) < spec.warmup or (len(warm) < cap and sum(warm[1:]) < min_warm_s):
+        if held is not None and len(warm) >= 2 and sum(warm) >= held / 4:
+            break
         t0 = time.perf_counter()
         step()
         sync()
         warm.append(time.perf_counter() - t0)
         emit({"event": "warmup", "step": len(warm), "of": spec.warmup, "step_s": warm[-1]})
+    steps = spec.steps if held is None else held_steps(spec.steps, warm, held)
 
     info = device_info(torch, device)
     extras = bool(spec.settings.get("extras", True))
@@ -201,7 +208,7 @@ def run(spec: BenchSpec, emit: Callable[[dict[str, Any]], None], fault: str) -> 
     sampler = _start_sampler(source, reasons, float(spec.settings.get("power_hz", 10.0)))
     step_s: list[float] = []
     windows: list[dict[str, Any]] = []
-    sizes = window_sizes(spec.steps)
+    sizes = window_sizes(steps)
     for index, size in enumerate(sizes):
         times = _timed_window(torch, step, size, cuda)
         step_s.extend(times)
@@ -210,7 +217,7 @@ def run(spec: BenchSpec, emit: Callable[[dict[str, Any]], None], fault: str) -> 
                         "samples_per_s": rate})
         emit({"event": "window", "index": index, "of": len(sizes), "steps": size,
               "seconds": sum(times), "samples_per_s": rate, "unit": work.unit})
-    power_summary = sampler.stop(samples_measured=spec.batch_size * spec.steps)
+    power_summary = sampler.stop(samples_measured=spec.batch_size * steps)
 
     stats = step_stats(step_s, unit_per_step)
     memory = _memory(torch, device, info, host_limit)
@@ -224,6 +231,9 @@ def run(spec: BenchSpec, emit: Callable[[dict[str, Any]], None], fault: str) -> 
         gemm = {"tflops": None, "reason": skipped}
     mfu = _mfu(stats, flop_info, gemm, info["name"], spec.precision, work.units_per_sample)
     warnings = [w for w in (noise_warning(stats),) if w]
+    if steps < spec.steps:
+        warnings.append(f"measured {steps} of {spec.steps} steps: on the CPU a run is held to "
+                        f"about {held:g} s; give --steps to measure a set number")
     if power_summary["samples"] and power_summary["samples"] < 10:
         warnings.append(f"only {power_summary['samples']} power samples: the measured run is "
                         "too short for a steady power figure; use more --steps")
@@ -250,6 +260,16 @@ def run(spec: BenchSpec, emit: Callable[[dict[str, Any]], None], fault: str) -> 
         "warnings": warnings,
         "wall_s": time.monotonic() - started,
     }
+
+
+def held_steps(wanted: int, warm: list[float], held_s: float, least: int = 3) -> int:
+    """How many steps to measure so that warm-up and measurement take about `held_s`: the
+    time left over the typical warm-up step (the first, with its one-time cost, aside)."""
+    typical = statistics.median(warm[1:]) if len(warm) > 1 else warm[-1]
+    if typical <= 0:
+        return wanted
+    fit = int(max(0.0, held_s - sum(warm)) / typical)
+    return max(min(wanted, fit), min(wanted, least))
 
 
 def _inject(fault: str) -> None:
