@@ -447,5 +447,5 @@ def probe_platform(device: str, python: Optional[str], env: Mapping[str, str],
     torch = torch_info_of(data)
     if torch.timed_out:
         raise ProbeError(f"the platform probe ({python or sys.executable}) did not finish in "
-                         f"{timeout_s:g} s; `rocmdoctor check` says why torch hangs")
+                         f"{timeout_s:.0f} s; `rocmdoctor check` says why torch hangs")
     return platform_of(torch, device)

@@ -182,6 +182,18 @@ def _sm_ok(precision: str, platform: kb.Platform) -> bool:
     return match is None or int(match.group(1)) >= need
 
 
+def space_names(space: str, allow_test_knobs: bool = False) -> list[str]:
+    """The knob names `--space` lists ([] for default, env and full); ValueError for a name
+    no knob has (said before anything runs)."""
+    names = [] if space in kb.SPACES else [n.strip() for n in space.split(",") if n.strip()]
+    known = set(kb.knob_names()) | ({"test_fault"} if allow_test_knobs else set())
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise ValueError(f"unknown knob(s) {', '.join(unknown)}; known: "
+                         f"{', '.join(kb.knob_names())}")
+    return names
+
+
 def plan_space(platform: kb.Platform, spec: BenchSpec, env: Mapping[str, str],
                space: str = "default", keep_precision: bool = False,
                batch_sizes: Sequence[int] = (), allow_test_knobs: bool = False,
@@ -191,12 +203,7 @@ def plan_space(platform: kb.Platform, spec: BenchSpec, env: Mapping[str, str],
     `space` is default | env | full, or a comma-separated list of knob names. Raises
     ValueError for an unknown name.
     """
-    names = [] if space in kb.SPACES else [n.strip() for n in space.split(",") if n.strip()]
-    known = set(kb.knob_names()) | ({"test_fault"} if allow_test_knobs else set())
-    unknown = [n for n in names if n not in known]
-    if unknown:
-        raise ValueError(f"unknown knob(s) {', '.join(unknown)}; known: "
-                         f"{', '.join(kb.knob_names())}")
+    names = space_names(space, allow_test_knobs)
     planned: list[PlannedKnob] = []
     skipped: dict[str, str] = {}
     for knob in kb.KNOBS:

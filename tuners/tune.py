@@ -188,6 +188,10 @@ class Tuner:
         problems = spec.problems()
         if problems:
             raise TuneError("; ".join(problems))
+        try:
+            sp.space_names(self.o.space, self.o.allow_test_knobs)
+        except ValueError as exc:
+            raise TuneError(str(exc)) from None
         self.emit("probe", {"python": self.o.python or sys.executable,
                             "timeout_s": self.child_timeout(PROBE_TIMEOUT_S)})
         try:

@@ -12,6 +12,7 @@ import json
 import math
 import shutil
 import sys
+import time
 from typing import TYPE_CHECKING, Any, Optional
 
 import typer
@@ -125,28 +126,53 @@ def bench_command(
 
 def _after_oom(spec: BenchSpec, timeout: float, python: Optional[str]) -> str:
     """Halve the batch in fresh processes until one fits; the message says which."""
-    import dataclasses
-
-    from rocmdoctor.tuners.bench.maxbatch import child_runner, find_max_batch
+    from rocmdoctor.tuners.bench.maxbatch import find_below
 
     head = f"out of memory at batch {spec.batch_size}"
     if spec.batch_size == 1:
         return f"{head}: even batch 1 does not fit"
-    typer.echo(f"rocmdoctor: {head}; halving the batch to find the largest that fits",
-               err=True)
-    found = find_max_batch(dataclasses.replace(spec, batch_size=spec.batch_size // 2),
-                           child_runner({}, timeout, python), only_down=True,
-                           on_probe=_report_probe)
+    typer.echo(f"rocmdoctor: {head}; finding the largest batch that fits (short runs, from "
+               f"batch {min(64, spec.batch_size // 2)})", err=True)
+    from rocmdoctor.tuners.bench.child import TrialOutcome, run_bench_child
+
+    first: list[float] = []  # the wall time of the first probe that fit
+    search_end = time.monotonic() + SEARCH_S
+
+    def run(probe: BenchSpec) -> TrialOutcome:
+        # a probe far slower than one that fit is too large to train with, even where it fits
+        # in memory (a CPU): it is cut and counts as too large
+        limit = min(timeout, max(PROBE_FLOOR_S, PROBE_SLOWER * first[0]) if first else 300.0)
+        if first:  # once a batch fits, the search has SEARCH_S in all
+            limit = min(limit, search_end - time.monotonic())
+            if limit < 5.0:
+                return TrialOutcome("budget", None, "the search's time is up", "", None, 0.0)
+        outcome = run_bench_child(probe, {}, limit, python=python)
+        if outcome.state == "ok" and not first:
+            first.append(outcome.wall_s)
+        return outcome
+
+    found = find_below(spec, run, spec.batch_size, on_probe=_report_probe)
+    if found.probes and found.probes[-1][1] == "budget":
+        found.probes.pop()
     if found.failure is not None:
         return f"{head}; then the {found.message()}"
     if found.largest_fit is None:
         return f"{head}: even batch 1 does not fit"
-    return (f"{head}; the largest batch that fit when halving is {found.largest_fit}: "
-            f"rerun with --batch-size {found.largest_fit} (or --find-max-batch)")
+    slow = " or is too slow to probe" if found.too_slow == found.first_oom else ""
+    return (f"{head}; the largest batch that fits is {found.largest_fit} (batch "
+            f"{found.first_oom} does not{slow}): rerun with --batch-size {found.largest_fit}")
+
+
+# A probe of the search after an out-of-memory may take PROBE_SLOWER times the first that fit
+# (at least PROBE_FLOOR_S): one step of a batch of millions fits a CPU's memory but takes minutes.
+PROBE_SLOWER = 4.0
+PROBE_FLOOR_S = 30.0
+SEARCH_S = 90.0  # the search after an out-of-memory, once a batch fits: then what it knows
 
 
 def _report_probe(batch: int, outcome: TrialOutcome) -> None:
-    typer.echo(f"  batch {batch}: {outcome.state}", err=True)
+    if outcome.state != "budget":
+        typer.echo(f"  batch {batch}: {outcome.state} ({outcome.wall_s:.0f} s)", err=True)
 
 
 def _max_batch(spec: BenchSpec, timeout: float, python: Optional[str]) -> int:
@@ -289,6 +315,9 @@ def compare_command(
         render_compare_text,
     )
 
+    if len(files) < 2:
+        raise _fail(f"compare needs two or more results, got {len(files)} (rocmdoctor compare "
+                    "A.json B.json)")
     try:
         results = [(label_of(path), load_result(path)) for path in files]
     except CompareError as exc:

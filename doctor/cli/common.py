@@ -39,7 +39,11 @@ def terminal_width(default: int = 100) -> int:
 
 
 def unwritable(path: str) -> Optional[str]:
-    """Why `path` cannot be written, checked before any work starts; None when it can."""
+    """Why `path` cannot be written, checked before any work starts; None when it can. The
+    file is really opened (created and removed again when it did not exist): a permission
+    check alone passes root everywhere, also where nothing can be created (/proc) or on a
+    read-only file system."""
+    import errno
     import os
 
     folder = os.path.dirname(os.path.abspath(path)) or "."
@@ -47,7 +51,20 @@ def unwritable(path: str) -> Optional[str]:
         return f"cannot write {path}: it is a folder"
     if not os.path.isdir(folder):
         return f"cannot write {path}: no folder {folder}"
-    target = path if os.path.exists(path) else folder
-    if not os.access(target, os.W_OK):
-        return f"cannot write {path}: permission denied"
+    existed = os.path.lexists(path)
+    try:
+        if existed:
+            with open(path, "a", encoding="utf-8"):
+                pass
+        else:
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+            os.unlink(path)
+    except OSError as exc:
+        if exc.errno == errno.ENOENT:  # the folder exists, yet no file can be made in it
+            return f"cannot write {path}: {folder} takes no new files"
+        if exc.errno in (errno.EACCES, errno.EPERM):
+            return f"cannot write {path}: permission denied"
+        if exc.errno == errno.EROFS:
+            return f"cannot write {path}: read-only file system"
+        return f"cannot write {path}: {(exc.strerror or str(exc)).lower()}"
     return None

@@ -138,10 +138,13 @@ class Progress:
             if phase is None or now - self._said < self.heartbeat_s:
                 continue
             who, what, since = phase
-            self._say(f"      ... {who}: {what} ({now - since:.0f} s)")
+            self._say(f"      ... {who}: {what} ({now - since:.0f} s in)")
 
     def _enter(self, who: Optional[str], what: str = "starting (importing torch)") -> None:
-        self._phase = None if who is None else (who, what, self._clock())
+        """`who` is now doing `what`; the time shown is since `who` began (None: nothing)."""
+        same = self._phase is not None and self._phase[0] == who
+        since = self._phase[2] if same and self._phase else self._clock()
+        self._phase = None if who is None else (who, what, since)
 
     def __call__(self, kind: str, data: dict[str, Any]) -> None:
         if kind == "phase":
@@ -243,13 +246,13 @@ def _stop_on_signals() -> list[int]:
     return received
 
 
-def _write(path: str, text: str) -> Optional[str]:
-    """Write a file; the reason it could not be written, or None."""
+def _write(path: str, text: str, name: str) -> Optional[str]:
+    """Write a file (`name`: its path as the user gave it); why it could not, or None."""
     try:
         with open(path, "w", encoding="utf-8") as fh:
             fh.write(text)
     except OSError as exc:
-        return f"cannot write {path}: {exc.strerror or exc}"
+        return f"cannot write {name}: {exc.strerror or exc}"
     return None
 
 
@@ -339,6 +342,7 @@ def tune_command(
         if problem:  # found before anything is measured
             raise _fail(problem)
     # by name from here: the folder the tune was started in may be replaced while it runs
+    given = {os.path.abspath(p): p for p in (output, export, html) if p}
     output, export, html = (os.path.abspath(p) if p else None for p in (output, export, html))
     from rocmdoctor.tuners.export import env_file_text, json_text, render_summary
     from rocmdoctor.tuners.tune import TuneError, TuneOptions, run_tune
@@ -381,8 +385,8 @@ def tune_command(
     for path, render in ((output, json_text), (export, env_file_text), (html, _html)):
         if not path:
             continue
-        problem = _write(path, render(shown))
-        (failed if problem else written).append(problem or path)
+        problem = _write(path, render(shown), given[path])
+        (failed if problem else written).append(problem or given[path])
     # the verdict is shown even when a file could not be written (the study keeps it too)
     sys.stdout.write(render_summary(shown, [redactor(p) for p in written]))
     for problem in failed:
@@ -394,10 +398,11 @@ def tune_command(
 
 
 def concluded(result: dict[str, Any]) -> bool:
-    """Whether the tune reached a verdict from measurements: not when your settings failed,
-    the environment broke, or the confirmation could not run (exit 1 then)."""
+    """Whether the tune reached a verdict from measurements: not when your settings did not
+    finish, or the confirmation could not run (after the environment broke, say): exit 1."""
     status = (result.get("confirmation") or {}).get("status")
-    return not result.get("failure") and status not in ("failed", "not-run")
+    kind = (result.get("failure") or {}).get("kind")
+    return kind not in ("baseline", "too-short") and status not in ("failed", "not-run")
 
 
 def main() -> None:

@@ -11,6 +11,7 @@ find_executable_batch_size make the same distinction).
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Callable, Optional
@@ -27,6 +28,7 @@ class MaxBatch:
     first_oom: Optional[int]  # None when the limit was reached without running out
     probes: list[tuple[int, str]] = field(default_factory=list)  # (batch, state) in order
     failure: Optional[TrialOutcome] = None  # a probe that ended other than ok/oom
+    too_slow: Optional[int] = None  # the smallest batch whose probe ran out of time (find_below)
 
     def message(self) -> str:
         if self.failure is not None:
@@ -103,9 +105,19 @@ def find_max_batch(spec: BenchSpec, runner: Runner, limit: int = 1 << 16,
             found.first_oom = batch
         if found.largest_fit is None or only_down:
             return found
+    return _bisect(found, fits)
+
+
+def _bisect(found: MaxBatch, fits: Callable[[int], Optional[bool]], within: int = 16
+            ) -> MaxBatch:
+    """Narrow found.largest_fit .. found.first_oom to within 1/`within` (about 6 %): by the
+    geometric middle while the gap is more than a doubling (a batch of 10^12 against 64 that
+    fits takes 6 probes, not 34), then by the middle."""
     lo, hi = found.largest_fit, found.first_oom
-    while hi - lo > max(1, lo // 16):
-        mid = (lo + hi) // 2
+    assert lo is not None and hi is not None
+    while hi - lo > max(1, lo // within):
+        mid = math.isqrt(lo * hi) if hi > 2 * lo else (lo + hi) // 2
+        mid = min(max(mid, lo + 1), hi - 1)
         ok = fits(mid)
         if ok is None:
             break
@@ -115,3 +127,41 @@ def find_max_batch(spec: BenchSpec, runner: Runner, limit: int = 1 << 16,
             hi = mid
     found.largest_fit, found.first_oom = lo, hi
     return found
+
+
+def find_below(spec: BenchSpec, runner: Runner, oom_at: int,
+               on_probe: Optional[Callable[[int, TrialOutcome], None]] = None,
+               start: int = 64) -> MaxBatch:
+    """The largest batch that fits below `oom_at`, which ran out of memory: from `start` (or
+    half of oom_at, when smaller), halving until one fits, then bisecting up to oom_at. A
+    probe that runs out of time counts as too large (on a CPU a batch that fits in memory can
+    take minutes a step)."""
+    found = MaxBatch(None, oom_at)
+
+    def fits(batch: int) -> Optional[bool]:
+        outcome = runner(probe_spec(spec, batch))
+        found.probes.append((batch, outcome.state))
+        if on_probe is not None:
+            on_probe(batch, outcome)
+        if outcome.state == "timeout":
+            found.too_slow = min(batch, found.too_slow or batch)
+            return False
+        if outcome.state in ("ok", "oom"):
+            return outcome.state == "ok"
+        if outcome.state != "budget":  # "budget": the caller's time for the search is up
+            found.failure = outcome
+        return None
+
+    batch = min(start, oom_at // 2)
+    while batch >= 1:
+        ok = fits(batch)
+        if ok is None:
+            return found
+        if ok:
+            found.largest_fit = batch
+            break
+        found.first_oom = batch
+        batch //= 2
+    if found.largest_fit is None:
+        return found
+    return _bisect(found, fits, within=8)

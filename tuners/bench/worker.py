@@ -68,6 +68,7 @@ def is_oom_text(text: str) -> bool:
 
 def main() -> int:
     process.die_with_parent(process.parent_pid_from(os.environ))
+    _test_break(os.environ.get("ROCMDOCTOR_TEST_BREAK", ""))
     proto = _protocol_stream()
 
     def emit(event: dict[str, Any]) -> None:
@@ -270,6 +271,25 @@ def held_steps(wanted: int, warm: list[float], held_s: float, least: int = 3) ->
         return wanted
     fit = int(max(0.0, held_s - sum(warm)) / typical)
     return max(min(wanted, fit), min(wanted, least))
+
+
+def _test_break(value: str) -> None:
+    """Tests only: a machine that breaks for a while. ROCMDOCTOR_TEST_BREAK="FROM:TO:FILE[:TEXT]"
+    counts the workers started in FILE; the ones numbered FROM+1 to TO (TO empty: all after
+    FROM) print TEXT and exit 2 at once, as a worker does that cannot import torch."""
+    if not value:
+        return
+    import fcntl
+
+    first, last, path, *text = value.split(":", 3)
+    with open(path, "a+", encoding="utf-8") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        fh.seek(0)
+        count = len(fh.read().splitlines()) + 1
+        fh.write(f"{os.getpid()}\n")
+    if count > int(first) and (not last or count <= int(last)):
+        print(text[0] if text else "rocmdoctor test: injected break", file=sys.stderr)
+        sys.exit(2)
 
 
 def _inject(fault: str) -> None:

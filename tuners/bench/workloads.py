@@ -115,6 +115,20 @@ def _gpt2(spec: BenchSpec) -> Workload:
                     source="rocmdoctor.tuners.bench.models (GPT-2 small shape)")
 
 
+def _not_a_factory(factory: Callable[..., Any], spec: BenchSpec) -> Optional[str]:
+    """Why `factory` cannot be called as factory(spec), from its signature; None when it can
+    (or when it has no signature to read: then the call itself tells)."""
+    import inspect
+
+    try:
+        inspect.signature(factory).bind(spec)
+    except TypeError as exc:
+        return str(exc)
+    except ValueError:  # a built-in without a signature
+        return None
+    return None
+
+
 def _user(path: str, spec: BenchSpec) -> Workload:
     module_name, _, attr = path.partition(":")
     try:
@@ -124,6 +138,10 @@ def _user(path: str, spec: BenchSpec) -> Workload:
     factory = getattr(module, attr, None)
     if not callable(factory):
         raise WorkloadError(f"{module_name!r} has no callable {attr!r}")
+    refused = _not_a_factory(factory, spec)
+    if refused:
+        raise WorkloadError(f"{path} is not a workload factory: {refused}; expected "
+                            "factory(spec) returning a Workload or (model, make_batch, loss_fn)")
     made = factory(spec)
     if isinstance(made, Workload):
         made.source = made.source or path
