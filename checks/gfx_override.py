@@ -16,7 +16,7 @@ from typing import Optional
 
 from rocmdoctor.facts.amd_gpus import GpuAgent, amd_gpus, describe, override_for_node, override_vars
 from rocmdoctor.facts.platform import not_rocm_reason
-from rocmdoctor.facts.rocm_version import installed_rocm
+from rocmdoctor.facts.rocm_root import installed_rocm
 from rocmdoctor.facts.torch import torch_info
 from rocmdoctor.host import Host
 from rocmdoctor.kb import KB_DATE

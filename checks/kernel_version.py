@@ -16,7 +16,7 @@ from typing import Optional
 
 from rocmdoctor.facts.os_release import OsRelease, read_os_release, wsl_kernel
 from rocmdoctor.facts.platform import not_rocm_reason
-from rocmdoctor.facts.rocm_version import installed_rocm
+from rocmdoctor.facts.rocm_root import installed_rocm
 from rocmdoctor.host import Host
 from rocmdoctor.kb import KB_DATE
 from rocmdoctor.kb import rocm_support as kb

@@ -8,7 +8,7 @@ AMD's compatibility matrix for that ROCm
 from __future__ import annotations
 
 from rocmdoctor.facts.os_release import OS_RELEASE_SPEC, read_os_release, wsl_kernel
-from rocmdoctor.facts.rocm_version import installed_rocm
+from rocmdoctor.facts.rocm_root import installed_rocm
 from rocmdoctor.host import Host
 from rocmdoctor.kb import KB_DATE
 from rocmdoctor.kb import rocm_support as kb

@@ -27,14 +27,8 @@ from rocmdoctor.facts.libload import (
     origin_of,
     rocm_libraries,
 )
-from rocmdoctor.facts.rocm_version import (
-    RocmInstall,
-    distro_install,
-    distro_rocm_evidence,
-    installed_rocm,
-    read_install,
-    release_of_package,
-)
+from rocmdoctor.facts.rocm_root import distro_install, distro_rocm_evidence, installed_rocm
+from rocmdoctor.facts.rocm_version import RocmInstall, read_install, release_of_package
 from rocmdoctor.facts.torch import imported_skip_reason, torch_info
 from rocmdoctor.facts.torch_wheel import rocm_index_line
 from rocmdoctor.host import Host
