@@ -268,8 +268,23 @@ class RocmInstallCheck(Check):
     def _none_installed(self, host: Host, root: Optional[RocmRoot]) -> CheckResult:
         if root is not None and root.kind == KIND_PYTHON:
             version = f"ROCm {root.version}" if root.version else "ROCm"
-            return self.passed(f"{version} from Python packages at {root.path}",
-                               _root_findings(root, env=True))
+            summary = f"{version} from Python packages at {root.path}"
+            stale = [(var, p) for p in root.passed_over for var in ROOT_VARIABLES
+                     if p.startswith(f"{var}=")]
+            if not stale:
+                return self.passed(summary, _root_findings(root, env=True))
+            # The variable names a ROCm that is not there; the one in use is pip's: the fix
+            # is the environment (pip's folder), never a system package manager.
+            env = {p for _, p in stale}
+            findings = [_root_finding(root), *(
+                Finding.error(p) if p in env else Finding.info(f"passed over: {p}")
+                for p in root.passed_over), Finding.info(f"{root.path} was chosen: {root.why}")]
+            return self.result(
+                Status.WARN, f"{summary}: {'; '.join(p for _, p in stale)}", findings,
+                Fix("Point the variable at the pip-installed ROCm, the folder `rocm-sdk path "
+                    "--root` prints (put the line in your shell profile to keep it), or unset "
+                    "it.", tuple(dict.fromkeys(f"export {var}={shlex.quote(root.path)}"
+                                               for var, _ in stale))))
         torch = torch_info(host)
         if root is not None and root.kind == KIND_TORCH:
             return self.passed(
