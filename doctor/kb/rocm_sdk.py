@@ -63,6 +63,9 @@ def family_covers(family: str, target: str) -> bool:
     return re.fullmatch(pattern, target.lower()) is not None
 
 
-def family_for(target: str) -> Optional[str]:
-    """The known per-family index that holds a target, or None."""
-    return next((f for f in FAMILIES if family_covers(f, target)), None)
+def family_for(target: str, exclude: tuple[str, ...] | list[str] = ()) -> Optional[str]:
+    """The known per-family index that holds a target, or None; `exclude`: families already
+    installed that, as their recorded targets show, do not."""
+    skip = {normalize(f) for f in exclude}
+    return next((f for f in FAMILIES if family_covers(f, target) and normalize(f) not in skip),
+                None)
