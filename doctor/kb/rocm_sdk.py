@@ -44,6 +44,11 @@ DXG_DETECTION_VAR = "HSA_ENABLE_DXG_DETECTION"
 DXG_DETECTION_UNTIL = (7, 13, 0)
 DXG_DETECTION_SOURCE = "https://github.com/ROCm/librocdxg/issues/34"
 WSL_RUNTIME_PACKAGE = "hsa-runtime-rocr4wsl-amdgpu"  # ROCm/ROCm#4682
+# librocdxg installed under /opt/rocm/lib, but "the `ldconfig` cache not being refreshed after
+# installation, so the loader can't find the newly installed libraries" (AMD in
+# ROCm/librocdxg#46, fixed by #47); workaround LD_LIBRARY_PATH=/opt/rocm/lib.
+ROCDXG_GLOB = "/opt/rocm/lib/librocdxg.so*"
+ROCDXG_LDCONFIG = "https://github.com/ROCm/librocdxg/issues/46"
 
 _FAMILY = re.compile(r"^(gfx[0-9a-fx]+)(?:-[a-z]+)?$")
 
