@@ -53,10 +53,10 @@ def wheel_rocm(hip: str, torch_version: Optional[str] = None) -> tuple[str, str]
     base = hip.split("-", 1)[0]
     if row is None:
         tagged = tag_rocm(torch_version)
-        if tagged is not None:
+        minor = wheels.rocm_of_hip(hip) or "?"
+        if tagged is not None and ".".join(tagged.split(".")[:2]) != minor:
             minor = ".".join(tagged.split(".")[:2])
             return f"ROCm {tagged} (the +rocm tag; HIP {base} is not in rocmdoctor's table)", minor
-        minor = wheels.rocm_of_hip(hip) or "?"
         if minor == "?":
             return (f"ROCm ? (HIP {base} is newer than what this rocmdoctor knows, tables "
                     f"dated {_kb_date()})"), minor
@@ -272,7 +272,7 @@ class TorchRocmMatch(Check):
             line, why = rocm_index_line(host, driver=driver)
             text = (f"{where}: the ROCm {user} release notes list AMD GPU Driver "
                     f"{', '.join(verdict.listed)}, not {driver}"
-                    if verdict.basis == "preview-notes" else
+                    if verdict.basis in ("preview-notes", "release-notes") else
                     f"{where} is tested with ROCm {', '.join(verdict.listed)} user space, not "
                     f"{user}")
             return Status.WARN, [Finding.error(text)], Fix(
