@@ -32,6 +32,8 @@ AMDGPU = {"/sys/module/amdgpu": {"type": "dir"}}
 TARBALL = "therock-tarball-rocm-path-must-be-install-subfolder-hipcc-clang-not-found-rocm7.9.txt"
 FEDORA = "fedora-rocm-core-spec-7.2.0-usr-include-rocm_version-h-no-info-version.txt"
 FRUGALWARE = "frugalware-rocm-core-6.4.1-files-opt-rocm-distribution-package.txt"
+FEDORA_HIPCC = "fedora-hipcc-usr-bin-no-opt-rocm-distribution-rocm.txt"
+DISTRO_FILES = "distro-rocm-under-usr-rocminfo-usr-bin-no-opt-rocm-makefile-TRUNCATED.txt"
 PIP_ONLY = "pip-therock-rocm-7.12-sdk-in-usr-local-site-packages-rocm-sdk-core-no-opt-rocm.txt"
 HIPCONFIG = "hipconfig-rocmpath-pip-rocm-sdk-core-then-devel-therock-gfx110x.txt"
 BUNDLED = "torch-wheel-bundles-rocm-6.0.0-no-system-rocm-needed-amd-answer.txt"
@@ -101,9 +103,13 @@ def test_real_fedora_rocm_core_moves_its_header_to_usr_include() -> None:
     assert "mv  %{buildroot}/%{pkg_prefix}/include/rocm-core/*.h %{buildroot}/%{pkg_prefix}/include/" in spec
     release = re.search(r"%else\n%global rocm_release (\S+)\n%global rocm_patch (\S+)", spec)
     version = f"{release.group(1)}.{release.group(2)}"  # type: ignore[union-attr]
+    # ROCm/HIP-Examples#42: "On Fedora hipcc is installed from an rpm to a system location
+    # /usr/bin/hipcc. There is no /opt/rocm directory."
+    hipcc = re.search(r"to a system location (\S+)\. There is no /opt/rocm", fixture_text(FEDORA_HIPCC)).group(1)  # type: ignore[union-attr]
     host = host_of(files={"/usr/include/rocm_version.h": rocm_version_h(version),
                           "/etc/os-release": 'NAME="Fedora Linux"\nID=fedora\nVERSION_ID=43\n'},
-                   paths={**AMDGPU, "/usr/lib64/libamdhip64.so.7": {"type": "file"}})
+                   paths={**AMDGPU, "/usr/lib64/libamdhip64.so.7": {"type": "file"},
+                          hipcc: {"type": "file", "mode": "0755"}})
     assert check(host) == CheckResult(
         "rocm-install", "ROCm installation", Status.PASS, "ROCm 7.2.0 at /usr",
         (Finding.info("ROCm root: /usr (ROCm 7.2.0; found by the distribution's ROCm version "
@@ -127,6 +133,24 @@ def test_real_frugalware_s_own_packages_under_opt_rocm_are_distribution_packages
     assert (root.path, root.kind, root.version) == ("/opt/rocm", "distribution packages", "6.4.1")
 
 
+def test_real_rocm_files_under_usr_without_a_release_record_are_named_not_counted() -> None:
+    # koboldcpp-rocm#37: ROCm under /usr (rocminfo in /usr/bin, ROCm libraries in /usr/lib64),
+    # no /opt/rocm; none of the release files a distribution's packages leave is there.
+    text = fixture_text(DISTRO_FILES)
+    rocminfo = re.search(r"> (/usr/bin/rocminfo)$", text, re.M).group(1)  # type: ignore[union-attr]
+    libs = re.search(r"`ls /usr/lib64/libroc (\S+)", text).group(1)  # type: ignore[union-attr]
+    host = host_of(paths={**AMDGPU, rocminfo: {"type": "file", "mode": "0755"},
+                          f"/usr/lib64/{libs}": {"type": "file"}})
+    why = ("/usr holds /usr/bin/rocminfo but no ROCm release record (rocm_version.h, HIP's "
+           "CMake version file): without one a library or tool is not counted as a ROCm "
+           "install")
+    result = check(host)
+    assert (result.status, result.summary, result.findings[1:]) == (
+        Status.WARN, "no ROCm install found (/opt/rocm, /opt/rocm-*, $ROCM_PATH, the "
+        "distribution's release files under /usr)", (Finding.error(why),))
+    assert header(host)["ROCm"] == f"not installed; passed over: {why}"
+
+
 def test_a_stray_doc_folder_is_no_install_and_every_command_says_the_same() -> None:
     # The H200 (NVIDIA, no ROCm) with Debian's rocminfo documentation under /usr: the report
     # header and check agree that no ROCm is installed, naming what /usr holds.
@@ -134,7 +158,8 @@ def test_a_stray_doc_folder_is_no_install_and_every_command_says_the_same() -> N
     data["paths"]["/usr/share/doc/rocminfo"] = {"type": "dir", "mode": "0755"}
     host = SnapshotHost(data)
     why = ("/usr holds /usr/share/doc/rocminfo but no ROCm release record (rocm_version.h, "
-           "HIP's CMake version file): a stray library or tool, not a ROCm install")
+           "HIP's CMake version file): without one a library or tool is not counted as a ROCm "
+           "install")
     assert header(host, "cuda")["ROCm"] == f"not installed; passed over: {why}"
     assert run_one(RocmPermissions(), host).summary == "no ROCm install found"
     assert installed_rocm(host) is None

@@ -272,8 +272,8 @@ def test_a_stray_doc_folder_under_usr_is_no_rocm_install() -> None:
                       "training can work without a system ROCm; rocminfo, rocm-smi and hipcc "
                       "need one"),
          Finding.error("/usr holds /usr/share/doc/rocminfo but no ROCm release record "
-                       "(rocm_version.h, HIP's CMake version file): a stray library or tool, "
-                       "not a ROCm install")],
+                       "(rocm_version.h, HIP's CMake version file): without one a library or "
+                       "tool is not counted as a ROCm install")],
         Fix("Install the amdgpu-install package for your distribution as the quick-start "
             "guide shows, then install ROCm with it.",
             commands=("sudo amdgpu-install --usecase=rocm",), needs_root=True),

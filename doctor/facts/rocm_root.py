@@ -76,6 +76,8 @@ DISTRO_ROCM_PATTERNS = (
     "/usr/lib/x86_64-linux-gnu/libamdhip64.so*",
     "/usr/lib64/libamdhip64.so*",
     "/usr/share/doc/rocminfo",
+    "/usr/bin/rocminfo",  # a distribution's rocminfo (koboldcpp-rocm#37)
+    "/usr/bin/hipcc",  # Fedora's hipcc rpm (ROCm/HIP-Examples#42)
 )
 # ROCm/ROCm#5773: "ROCM_PATH set to wherever the actual install is located
 # (therock-tarball/install) and not just at therock-tarball".
@@ -296,8 +298,8 @@ def _choose(host: Host, with_python: bool) -> tuple[Optional[_Choice], tuple[str
     evidence = distro_rocm_evidence(host)
     if evidence:
         passed.append(f"/usr holds {', '.join(evidence)} but no ROCm release record "
-                      "(rocm_version.h, HIP's CMake version file): a stray library or tool, "
-                      "not a ROCm install")
+                      "(rocm_version.h, HIP's CMake version file): without one a library or "
+                      "tool is not counted as a ROCm install")
     for compat in sorted(host.glob(FEDORA_COMPAT_GLOB), reverse=True):
         install = read_install(host, compat)
         if install is not None:
