@@ -134,8 +134,8 @@ class AmdgpuFirmware(Check):
         for product, bundle in kb.INSTINCT_FIRMWARE:
             if any(re.search(rf"\b{product}\b", n) for n in names):
                 out.append(Finding.info(
-                    f"ROCm 7.11 lists {bundle} for the {product}; amd-smi does not report the "
-                    "bundle version, so compare it with your server vendor's firmware "
-                    f"({kb.ROCM_711_FIRMWARE})"))
+                    f"ROCm {kb.FIRMWARE_RELEASE} lists {bundle} for the {product}; amd-smi does "
+                    "not report the bundle version, so compare it with your server vendor's "
+                    f"firmware ({kb.FIRMWARE_YAML})"))
                 break
         return out

@@ -16,7 +16,8 @@ from typing import Optional
 
 from rocmdoctor.facts.amd_gpus import GpuAgent, amd_gpus, describe, override_for_node, override_vars
 from rocmdoctor.facts.platform import not_rocm_reason
-from rocmdoctor.facts.rocm_version import installed_rocm
+from rocmdoctor.facts.rocm_root import installed_rocm
+from rocmdoctor.facts.rocm_version import release_of_package
 from rocmdoctor.facts.torch import torch_info
 from rocmdoctor.host import Host
 from rocmdoctor.kb import KB_DATE
@@ -154,6 +155,10 @@ class GfxOverride(Check):
             return Verdict(Status.WARN, f"{value} on {real}: {reports[0].note}", unset,
                            reports[0].source)
         why = self._why_no_code(real, native, basis, version)
+        hang = self._hang(host, reports[0]) if reports else None
+        if hang is not None:
+            return Verdict(Status.WARN, f"{value} is reported to work on {real}, but {hang.note}",
+                           unset, hang.source)
         if reports:
             return Verdict(Status.PASS, f"{why}; {value} {reports[0].note}", (),
                            reports[0].source, needed=True)
@@ -162,6 +167,26 @@ class GfxOverride(Check):
                            f"that is {rule.value} ({rule.note})", fix, rule.source)
         return Verdict(Status.WARN, f"{why}; {value} ({target}) is in the same family, but "
                        f"no report says it works on {real}", unset, kb.LLVM_GENERIC)
+
+    @staticmethod
+    def _hang(host: Host, rule: kb.OverrideRule) -> Optional[kb.HangReport]:
+        """A report of this value hanging with the ROCm SDK or package family installed here
+        (the pip packages as the probe, or the library-load child when it ran, lists them)."""
+        packages = dict(torch_info(host).packages)
+        if host.known("facts:libload"):
+            from rocmdoctor.facts.libload import rocm_libraries
+
+            packages.update(rocm_libraries(host).packages)
+        names = {k.lower().replace("_", "-") for k in packages}
+        sdk = release_of_package(packages.get("rocm-sdk-core") or "")
+        families = {n for n in names if n.startswith("rocm-sdk-libraries-")}
+        for hang in rule.hangs:
+            if families:  # the per-family packages are known: the report's family decides
+                if any(f"rocm-sdk-libraries-{f}" in families for f in hang.families):
+                    return hang
+            elif sdk is not None and tuple(int(p) for p in sdk.split(".")[:2]) >= hang.sdk_from:
+                return hang
+        return None
 
     @staticmethod
     def _native(real: str, arch: Optional[frozenset[str]], release: Optional[kb.RocmRelease],

@@ -16,7 +16,7 @@ from typing import Optional
 
 from rocmdoctor.facts.os_release import OsRelease, read_os_release, wsl_kernel
 from rocmdoctor.facts.platform import not_rocm_reason
-from rocmdoctor.facts.rocm_version import installed_rocm
+from rocmdoctor.facts.rocm_root import installed_rocm
 from rocmdoctor.host import Host
 from rocmdoctor.kb import KB_DATE
 from rocmdoctor.kb import rocm_support as kb
@@ -90,6 +90,10 @@ class KernelVersion(Check):
                 f"ROCm {rocm.version} is newer than what this rocmdoctor knows, tables dated "
                 f"{KB_DATE}; only the {_fmt(kb.KERNEL_FLOOR)} floor is checked"
                 if kb.newer_than_known(rocm.version) else
+                f"ROCm {rocm.version} is older than what this rocmdoctor knows (its kernel "
+                f"lists are for ROCm {kb.oldest_release()} to {kb.newest_release()}); only "
+                f"their {_fmt(kb.KERNEL_FLOOR)} floor is checked"
+                if kb.older_than_known(rocm.version) else
                 f"rocmdoctor has no kernel list for ROCm {rocm.version}; only the "
                 f"{_fmt(kb.KERNEL_FLOOR)} floor is checked"))
         listed: list[kb.DistroKernels] = []

@@ -8,7 +8,7 @@ AMD's compatibility matrix for that ROCm
 from __future__ import annotations
 
 from rocmdoctor.facts.os_release import OS_RELEASE_SPEC, read_os_release, wsl_kernel
-from rocmdoctor.facts.rocm_version import installed_rocm
+from rocmdoctor.facts.rocm_root import installed_rocm
 from rocmdoctor.host import Host
 from rocmdoctor.kb import KB_DATE
 from rocmdoctor.kb import rocm_support as kb
@@ -37,17 +37,31 @@ class OsReleaseCheck(Check):
                 f"running under WSL (kernel {wsl}): ROCm on WSL follows AMD's separate WSL "
                 f"support list ({WSL_DOCS}), not the Linux matrix"))
         rocm = installed_rocm(host)
+        never = kb.never_listed_text(osr.id, osr.version_id, osr.pretty_name)
         if rocm is None:
             findings.append(Finding.info("no ROCm install found, so ROCm's OS support was "
                                          "not checked"))
+            if never:
+                findings.append(Finding.hint(never))
             return self.passed(osr.pretty_name, findings)
         match = kb.release_for(rocm.version)
+        if match is None and kb.older_than_known(rocm.version):
+            findings.append(Finding.hint(
+                f"ROCm {rocm.version} is older than what this rocmdoctor knows (its OS lists "
+                f"are for ROCm {kb.oldest_release()} to {kb.newest_release()}), so the "
+                f"distribution was not checked against it; AMD's tables: {kb.MATRIX_LATEST}"))
+            if never:
+                findings.append(Finding.hint(never))
+            return self.passed(f"{osr.pretty_name}; ROCm {rocm.version} is older than what "
+                               "this rocmdoctor knows", findings)
         if match is None:
             findings.append(Finding.info(
                 f"ROCm {rocm.version} is newer than what this rocmdoctor knows, tables dated "
                 f"{KB_DATE}; check {kb.MATRIX_LATEST}" if kb.newer_than_known(rocm.version) else
-                f"rocmdoctor has no OS list for ROCm {rocm.version} (it knows 6.0 to "
-                f"{kb.newest_release()}); check {kb.MATRIX_LATEST}"))
+                f"rocmdoctor has no OS list for ROCm {rocm.version} (it knows "
+                f"{kb.oldest_release()} to {kb.newest_release()}); check {kb.MATRIX_LATEST}"))
+            if never:
+                findings.append(Finding.hint(never))
             return self.passed(f"{osr.pretty_name}; ROCm {rocm.version}", findings)
         if not match.exact:
             findings.append(Finding.info(
@@ -71,6 +85,8 @@ class OsReleaseCheck(Check):
                                source=match.release.source)
         findings.append(Finding.hint(
             f"ROCm {rocm.version} supports: {kb.describe_systems(match.release)}"))
+        if never:
+            findings.append(Finding.hint(never))
         return self.result(
             Status.WARN,
             f"{osr.pretty_name} is not listed for ROCm {rocm.version}",

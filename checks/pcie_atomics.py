@@ -17,17 +17,36 @@ from rocmdoctor.facts.kernel_log import kernel_log, matches
 from rocmdoctor.facts.pci import AMD, PCI_DEVICES, KfdNode, PciDevice, kfd_gpu_nodes, pci_gpus
 from rocmdoctor.facts.platform import is_wsl, not_rocm_reason
 from rocmdoctor.host import Host
-from rocmdoctor.kb.kernel_log import KERNEL_MESSAGES, KFD_DEVICE, KFD_EVENTS, ROCM_ATOMICS
+from rocmdoctor.kb.kernel_log import (
+    AMDGPU_NO_ATOMICS,
+    KERNEL_MESSAGES,
+    KFD_DEVICE,
+    KFD_EVENTS,
+    LSPCI_ATOMICS,
+    ROCM_2429,
+    ROCM_ATOMICS,
+)
 from rocmdoctor.kb.messages import DMESG_AMDGPU
 from rocmdoctor.model import Check, CheckResult, Finding, Fix, Status
 
 ENTRY = {e.key: e for e in KERNEL_MESSAGES}
 EVENT_ENTRY = {"atomics": "kfd-pci-rejects-atomics", "not-supported": "kfd-not-supported",
-               "not-added": "kfd-device-not-added"}
+               "not-added": "kfd-device-not-added",
+               "atomics-firmware": "kfd-atomics-mec-firmware-old"}
+_FIRMWARE_NUMBERS = re.compile(dict(KFD_EVENTS)["atomics-firmware"], re.IGNORECASE)
 WHY = {"atomics": "the path to it rejects PCIe atomics",
        "not-supported": "this kernel's KFD does not support it",
        "not-added": "KFD failed to add it"}
 DRIVER_CAUSES = ("amdgpu-firmware-missing", "amdgpu-psp-load-failed", "amdgpu-fatal-init")
+
+
+def _why_text(kind: Optional[str], line: Optional[str]) -> Optional[str]:
+    """The reason a GPU is not in KFD, with the kernel's own numbers where it gives them."""
+    m = _FIRMWARE_NUMBERS.search(line or "") if kind == "atomics-firmware" else None
+    if m is not None:
+        return (f"its MEC firmware {m['mec']} is older than {m['need']}, from which KFD takes "
+                "it without the PCIe atomics the path to it does not pass")
+    return WHY.get(kind or "")
 
 
 def _in_kfd(gpus: tuple[PciDevice, ...], nodes: tuple[KfdNode, ...]) -> dict[str, KfdNode]:
@@ -91,6 +110,22 @@ class PcieAtomics(Check):
             return key, mine.message
         return None, None
 
+    @staticmethod
+    def _without_atomics(host: Host, gpus: list[PciDevice]) -> list[tuple[PciDevice, str]]:
+        """GPUs KFD took although amdgpu_device_init() said "PCIE atomic ops is not supported"
+        for them (a line without an address names the only AMD GPU there is)."""
+        found: dict[str, tuple[PciDevice, str]] = {}
+        for line in kernel_log(host).lines:
+            m = re.search(AMDGPU_NO_ATOMICS, line.message, re.IGNORECASE)
+            if m is None:
+                continue
+            bdf = m.group("bdf")
+            match = next((g for g in gpus if g.bdf == bdf), None) if bdf else (
+                gpus[0] if len(gpus) == 1 else None)
+            if match is not None and match.bdf not in found:
+                found[match.bdf] = (match, line.message)
+        return list(found.values())
+
     def run(self, host: Host) -> CheckResult:
         gpus = pci_gpus(host, AMD)
         if not gpus:
@@ -109,12 +144,31 @@ class PcieAtomics(Check):
             kind, line = self._why(host, gpu)
             problems.append((gpu, kind, line))
         if not problems:
-            return self.passed(f"every AMD GPU on the PCI bus that amdgpu drives is in the KFD "
-                               f"topology ({len(in_kfd)} of {len(gpus)})", findings)
+            summary = (f"every AMD GPU on the PCI bus that amdgpu drives is in the KFD topology "
+                       f"({len(in_kfd)} of {len(gpus)})")
+            without = self._without_atomics(host, [g for g in gpus if g.bdf in in_kfd])
+            if not without:
+                return self.passed(summary, findings)
+            for gpu, line in without:
+                findings.append(Finding.error(
+                    f"{gpu.label()}: in the KFD topology, but amdgpu found no PCIe atomics on "
+                    f"the path to it (kernel log: {line[:200]}): GPU code that calls back to "
+                    "the host (device printf, assert, device-side malloc: HIP's hostcall) fails "
+                    "with 'Pcie atomics not enabled, hostcall not supported'"))
+            names = ", ".join(g.bdf for g, _ in without)
+            # ROCm/ROCm#6520: a GPU passed through by Proxmox with its audio function gets a
+            # root port without AtomicOp completion; passed as a single function it has them.
+            return self.result(
+                Status.WARN, f"{summary}, but the path to {names} passes no PCIe atomics "
+                "(hostcall fails)", findings,
+                Fix("Put the card in a slot wired to the CPU (not the chipset), without a riser "
+                    "or PCIe switch in between, and update the motherboard BIOS; under a "
+                    "hypervisor, pass the GPU through as a single function.",
+                    (LSPCI_ATOMICS,), needs_root=True), ROCM_2429)
         no_topology = host.listdir(KFD_NODES) is None
         for gpu, kind, line in problems:
-            why = WHY.get(kind or "") or (ENTRY[kind].title if kind in ENTRY else
-                                          "no kernel-log line says why")
+            why = _why_text(kind, line) or (ENTRY[kind].title if kind in ENTRY else
+                                            "no kernel-log line says why")
             text = f"{gpu.label()}: not in the KFD topology: {why}"
             findings.append(Finding.error(text + (f" (kernel log: {line[:200]})" if line else "")))
             if kind == "atomics" and gpu.parents:
@@ -127,9 +181,10 @@ class PcieAtomics(Check):
         if log.source is None:
             findings.append(Finding.hint(f"the kernel log is not readable here ({log.problem}), "
                                          "so the reason may be missing"))
-        gpu, kind, _ = problems[0]
+        gpu, kind, first_line = problems[0]
         key = EVENT_ENTRY.get(kind or "", kind or "")
-        reason = WHY.get(kind or "") or (ENTRY[key].title if key in ENTRY else "reason unknown")
+        reason = _why_text(kind, first_line) or (ENTRY[key].title if key in ENTRY else
+                                                 "reason unknown")
         summary = (f"{len(problems)} of {len(gpus)} AMD GPU(s) on the PCI bus "
                    f"{'is' if len(problems) == 1 else 'are'} not in the KFD topology: "
                    f"{gpu.bdf}: {reason}")

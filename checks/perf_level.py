@@ -11,7 +11,7 @@ from typing import Optional
 
 from rocmdoctor.facts.platform import AMD_PCI_VENDOR, not_rocm_reason
 from rocmdoctor.host import Host
-from rocmdoctor.kb.perf_levels import DEFAULT_LEVEL, THERMAL_DOC, Verdict, lookup
+from rocmdoctor.kb.perf_levels import DEFAULT_LEVEL, LACT_MANUAL, THERMAL_DOC, Verdict, lookup
 from rocmdoctor.model import Check, CheckResult, Finding, Fix, Status
 
 LEVEL_FILE = "power_dpm_force_performance_level"
@@ -50,6 +50,7 @@ class PerfLevelCheck(Check):
         findings: list[Finding] = []
         by_value: dict[str, list[str]] = {}
         slow: list[tuple[str, str, str]] = []
+        held: list[tuple[str, str, str]] = []
         source = THERMAL_DOC
         for card, path in files:
             text = host.read_file(path)
@@ -65,6 +66,12 @@ class PerfLevelCheck(Check):
                 slow.append((card, path, value))
                 findings.append(Finding.error(f"{card}: {value}: {level.meaning}; training "
                                               "runs slower than with auto"))
+            elif level.verdict is Verdict.MANUAL:
+                held.append((card, path, value))
+                findings.append(Finding.error(
+                    f"{card}: {value}: {level.meaning}; GPU control tools (LACT, CoreCtrl) set "
+                    "manual to apply their profiles and leave it there, and at manual a card "
+                    "has run 40-50% slower than at auto"))
             elif level.verdict is Verdict.PINNED:
                 findings.append(Finding.hint(
                     f"{card}: {value}: {level.meaning}; good for steady benchmarks, but the "
@@ -75,15 +82,24 @@ class PerfLevelCheck(Check):
         if not by_value:
             return self.skipped("no AMD GPU's performance level could be read")
         summary = "; ".join(f"{', '.join(cards)}: {value}" for value, cards in by_value.items())
-        if not slow:
+        if not slow and not held:
             return self.passed(summary, findings, source=source)
-        cards = ", ".join(card for card, _, _ in slow)
+        fixed = slow + held
+        cards = ", ".join(card for card, _, _ in fixed)
+        tool = (" Set the GPU control tool's performance level to Automatic too (LACT, "
+                "CoreCtrl), or it writes manual again." if held else "")
         fix = Fix(f"Return {cards} to {DEFAULT_LEVEL} (this lasts until reboot; "
                   f"`sudo rocm-smi --setperflevel {DEFAULT_LEVEL}` does the same for every "
                   "GPU). If the level comes back after a reboot, a udev rule or a service "
-                  "sets it.",
-                  tuple(f"echo {DEFAULT_LEVEL} | sudo tee {path}" for _, path, _ in slow),
+                  f"sets it.{tool}",
+                  tuple(f"echo {DEFAULT_LEVEL} | sudo tee {path}" for _, path, _ in fixed),
                   needs_root=True)
-        summary = f"{cards} held at low clocks ({summary})"
-        return self.result(Status.WARN, summary, findings, fix, source=THERMAL_DOC)
+        parts = []
+        if slow:
+            parts.append(f"{', '.join(c for c, _, _ in slow)} held at low clocks")
+        if held:
+            parts.append(f"{', '.join(c for c, _, _ in held)} left at manual clocks")
+        summary = f"{'; '.join(parts)} ({summary})"
+        return self.result(Status.WARN, summary, findings, fix,
+                           source=THERMAL_DOC if slow else LACT_MANUAL)
 

@@ -16,23 +16,28 @@ from typing import Optional
 
 from rocmdoctor.facts.libload import ld_so_conf_entries
 from rocmdoctor.facts.platform import not_rocm_reason
+from rocmdoctor.facts.rocm_root import (
+    TARBALL_INSTALL,
+    RocmRoot,
+    discover_rocm,
+    installed_rocm,
+)
 from rocmdoctor.facts.rocm_version import (
     ALTERNATIVES_ROCM,
     KIND_DISTRO,
     KIND_PYTHON,
+    KIND_TARBALL,
+    KIND_TORCH,
     OPT_ROCM,
     ROOT_VARIABLES,
     RocmInstall,
-    RocmRoot,
     all_rocm_installs,
-    distro_rocm_evidence,
-    installed_rocm,
     read_install,
-    rocm_root,
 )
 from rocmdoctor.facts.torch import torch_info
 from rocmdoctor.host import Host
 from rocmdoctor.kb.rocm_support import QUICK_START
+from rocmdoctor.kb.torch_wheels import WHEEL_NEEDS_NO_SYSTEM_ROCM
 from rocmdoctor.model import Check, CheckResult, Finding, Fix, Status
 
 POST_INSTALL = ("https://rocm.docs.amd.com/projects/install-on-linux/en/latest/install/"
@@ -121,10 +126,10 @@ class RocmInstallCheck(Check):
     def run(self, host: Host) -> CheckResult:
         installs = all_rocm_installs(host)
         active = installed_rocm(host)
-        root = rocm_root(host)
+        root = discover_rocm(host).root
         if active is None:
             return self._none_installed(host, root)
-        findings: list[Finding] = [_root_finding(root)] if root is not None else []
+        findings: list[Finding] = _root_findings(root, env=False) if root is not None else []
         fix_commands: list[str] = []
         problems: list[str] = []
         chain = link_chain(host, OPT_ROCM)
@@ -153,7 +158,7 @@ class RocmInstallCheck(Check):
         target_name = f"{OPT_ROCM} is" if opt_install else "the active ROCm is"
         for var in ROOT_VARIABLES:
             self._root_variable(host, var, target, target_name, findings, problems,
-                                fix_commands)
+                                fix_commands, root)
         self._hip_variables(host, aliases, target, findings, problems, fix_commands)
         for var in SEARCH_VARS:
             self._search_variable(host, var, aliases, installs, target, target_name, findings,
@@ -167,17 +172,27 @@ class RocmInstallCheck(Check):
             summary += f" ({len(installs)} installs)"
         if not problems:
             return self.passed(summary, findings)
+        tarball = root is not None and root.kind == KIND_TARBALL
         return self.result(Status.WARN, f"{summary}: {'; '.join(problems)}", findings,
-                           _fix(root, fix_commands))
+                           _fix(root, fix_commands),
+                           source=TARBALL_INSTALL if tarball else None)
 
     @staticmethod
     def _root_variable(host: Host, var: str, target: RocmInstall, target_name: str,
-                       findings: list[Finding], problems: list[str], fixes: list[str]) -> None:
+                       findings: list[Finding], problems: list[str], fixes: list[str],
+                       root: Optional[RocmRoot] = None) -> None:
         value = (host.env.get(var) or "").strip()
         if not value:
             return
         env_install = read_install(host, value)
-        if env_install is None:
+        if root is not None and root.should_be is not None and root.should_be[0] == var:
+            problems.append(f"{var}={value} is the folder above the tarball's install/")
+            findings.append(Finding.error(
+                f"{var}={value} holds no ROCm: the TheRock tarball's ROCm "
+                f"{target.version} is in {root.should_be[1]}, so tools that use ${var} "
+                "(hipcc, clang) look in the wrong folder"))
+            fixes.append(f"export {var}={shlex.quote(root.should_be[1])}")
+        elif env_install is None:
             what = "does not exist" if not host.exists(value) else "holds no ROCm"
             problems.append(f"{var}={value} {what}")
             findings.append(Finding.error(f"{var}={value} {what}"))
@@ -253,30 +268,61 @@ class RocmInstallCheck(Check):
     def _none_installed(self, host: Host, root: Optional[RocmRoot]) -> CheckResult:
         if root is not None and root.kind == KIND_PYTHON:
             version = f"ROCm {root.version}" if root.version else "ROCm"
-            return self.passed(f"{version} from Python packages at {root.path}",
-                               [_root_finding(root)])
-        evidence = distro_rocm_evidence(host)
-        if evidence:
+            summary = f"{version} from Python packages at {root.path}"
+            stale = [(var, p) for p in root.passed_over for var in ROOT_VARIABLES
+                     if p.startswith(f"{var}=")]
+            if not stale:
+                return self.passed(summary, _root_findings(root, env=True))
+            # The variable names a ROCm that is not there; the one in use is pip's: the fix
+            # is the environment (pip's folder), never a system package manager.
+            env = {p for _, p in stale}
+            findings = [_root_finding(root), *(
+                Finding.error(p) if p in env else Finding.info(f"passed over: {p}")
+                for p in root.passed_over), Finding.info(f"{root.path} was chosen: {root.why}")]
+            return self.result(
+                Status.WARN, f"{summary}: {'; '.join(p for _, p in stale)}", findings,
+                Fix("Point the variable at the pip-installed ROCm, the folder `rocm-sdk path "
+                    "--root` prints (put the line in your shell profile to keep it), or unset "
+                    "it.", tuple(dict.fromkeys(f"export {var}={shlex.quote(root.path)}"
+                                               for var, _ in stale))))
+        torch = torch_info(host)
+        if root is not None and root.kind == KIND_TORCH:
             return self.passed(
-                "ROCm from the distribution's packages (under /usr), no /opt/rocm",
-                [Finding.info(f"found {', '.join(evidence)}"),
-                 Finding.info("AMD's compatibility tables cover its own /opt/rocm packages, "
-                              "not distribution builds")])
+                f"no system ROCm; torch {torch.any_version} carries its own ROCm "
+                f"{root.version} in {root.path}",
+                [*_root_findings(root, env=True),
+                 Finding.info("a torch wheel that carries its own ROCm needs no system ROCm "
+                              "(AMD: \"let the wheel install ROCm for you\")"),
+                 Finding.hint("rocminfo, rocm-smi and hipcc come with a system ROCm, which "
+                              "training with this wheel does not need")],
+                source=WHEEL_NEEDS_NO_SYSTEM_ROCM)
         findings = [Finding.hint("PyTorch's ROCm wheels bundle their own ROCm user-space "
                                  "libraries, so training can work without a system ROCm; "
                                  "rocminfo, rocm-smi and hipcc need one")]
-        if root is not None and root.passed_over:
-            findings += [Finding.error(p) for p in root.passed_over]
-        torch = torch_info(host)
+        passed = discover_rocm(host).passed_over
+        findings += [Finding.error(p) for p in passed]
         if torch.hip:
             findings.append(Finding.info(f"torch {torch.version} carries HIP {torch.hip}"))
         return self.result(
-            Status.WARN, "no ROCm install found (/opt/rocm, /opt/rocm-*, $ROCM_PATH)", findings,
+            Status.WARN, "no ROCm install found (/opt/rocm, /opt/rocm-*, $ROCM_PATH, the "
+            "distribution's release files under /usr)", findings,
             Fix("Install the amdgpu-install package for your distribution as the quick-start "
                 "guide shows, then install ROCm with it.",
                 commands=("sudo amdgpu-install --usecase=rocm",), needs_root=True),
             source=QUICK_START,
         )
+
+
+def _root_findings(root: RocmRoot, env: bool) -> list[Finding]:
+    """Where ROCm is, then each candidate passed over before it and why the root won.
+    `env`: also the variables passed over (the main path reports those itself)."""
+    found = [_root_finding(root)]
+    passed = [p for p in root.passed_over
+              if env or not p.startswith(tuple(f"{v}=" for v in ROOT_VARIABLES))]
+    if root.passed_over:
+        found += [Finding.info(f"passed over: {p}") for p in passed]
+        found.append(Finding.info(f"{root.path} was chosen: {root.why}"))
+    return found
 
 
 def _root_finding(root: RocmRoot) -> Finding:
@@ -294,6 +340,9 @@ def _fix(root: Optional[RocmRoot], commands: list[str]) -> Fix:
     if root is not None and root.kind == KIND_DISTRO:
         return Fix("Point the environment at the distribution's ROCm (put these lines in your "
                    "shell profile to keep them).", env)
+    if root is not None and root.kind == KIND_TARBALL:
+        return Fix("Point the environment at the TheRock tarball's install/ folder, where its "
+                   "ROCm is (put these lines in your shell profile to keep them).", env)
     if any(c.startswith("sudo ") for c in commands):
         return Fix(f"Point {OPT_ROCM} at an installed release with update-alternatives (needs "
                    "root), then the environment at it.",

@@ -34,7 +34,7 @@ from rocmdoctor.facts.libload import (
     rocm_libraries,
 )
 from rocmdoctor.facts.os_release import read_os_release
-from rocmdoctor.facts.rocm_packages import device_package_gaps
+from rocmdoctor.facts.rocm_packages import device_package_gaps, shipped_targets
 from rocmdoctor.facts.torch import imported_skip_reason, probe_skip_reason, torch_info
 from rocmdoctor.facts.torch_wheel import rocm_index_line
 from rocmdoctor.facts.wsl import wsl_advice
@@ -219,7 +219,8 @@ class RocmLibraries(Check):
                   fixes: list[tuple[Status, Fix, Optional[str]]]) -> None:
         torch = torch_info(host)
         targets = [g.gfx for g in amd_gpus(host).gpus] + [d.arch or "" for d in torch.devices]
-        gaps = device_package_gaps(load.packages, targets, torch.any_version)
+        gaps = device_package_gaps(load.packages, targets, torch.any_version,
+                                   shipped_targets(host))
         for gap in gaps:
             findings.append(Finding.error(gap.text))
         if gaps:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import shlex
 from typing import Optional
 
-from rocmdoctor.facts.rocm_version import installed_rocm
+from rocmdoctor.facts.rocm_root import installed_rocm
 from rocmdoctor.host import Host, PathInfo
 from rocmdoctor.model import Check, CheckResult, Finding, Fix, Status
 

@@ -15,7 +15,7 @@ from typing import Optional
 from rocmdoctor.facts.amd_gpus import amd_gpus
 from rocmdoctor.facts.nvidia_gpus import nvidia_gpus
 from rocmdoctor.facts.platform import platform_kind
-from rocmdoctor.facts.rocm_version import installed_rocm
+from rocmdoctor.facts.rocm_root import installed_rocm
 from rocmdoctor.facts.torch import TorchInfo, imported_skip_reason, torch_info
 from rocmdoctor.facts.torch_wheel import cuda_index_line
 from rocmdoctor.host import Host

@@ -15,6 +15,7 @@ distribution's packages under /usr, their version files).
 from __future__ import annotations
 
 import posixpath
+import shlex
 from typing import Optional
 
 from rocmdoctor.facts.amdgpu_module import dkms_version, module_present
@@ -27,31 +28,48 @@ from rocmdoctor.facts.libload import (
     origin_of,
     rocm_libraries,
 )
-from rocmdoctor.facts.rocm_version import (
-    RocmInstall,
-    distro_install,
-    distro_rocm_evidence,
-    installed_rocm,
-    read_install,
-    release_of_package,
-)
-from rocmdoctor.facts.torch import imported_skip_reason, torch_info
+from rocmdoctor.facts.rocm_root import distro_install, distro_rocm_evidence, installed_rocm
+from rocmdoctor.facts.rocm_version import RocmInstall, read_install, release_of_package
+from rocmdoctor.facts.torch import TorchInfo, imported_skip_reason, torch_info
 from rocmdoctor.facts.torch_wheel import rocm_index_line
 from rocmdoctor.host import Host
 from rocmdoctor.kb import torch_wheels as wheels
 from rocmdoctor.model import Check, CheckResult, Finding, Fix, Status
 
 
-def wheel_rocm(hip: str) -> tuple[str, str]:
-    """(ROCm release text, major.minor) for a torch.version.hip string."""
+def tag_rocm(torch_version: Optional[str]) -> Optional[str]:
+    """The ROCm release a wheel's local tag names: "7.0.0" for 2.7.1+rocm7.0.0rc20250731."""
+    local = (torch_version or "").partition("+")[2]
+    if not (local.startswith("rocm") and local[4:5].isdigit()):
+        return None
+    return release_of_package(local[4:])
+
+
+def wheel_rocm(hip: str, torch_version: Optional[str] = None) -> tuple[str, str]:
+    """(ROCm release text, major.minor) for a torch.version.hip string. A HIP build the table
+    does not know says nothing sure about the ROCm release (TheRock's 7.0rc wheels report HIP
+    6.5: TheRock#1025), so the +rocmX.Y tag of torch's version, when it has one, names it."""
     row = wheels.hip_build(hip)
-    minor = wheels.rocm_of_hip(hip) or "?"
     base = hip.split("-", 1)[0]
     if row is None:
+        tagged = tag_rocm(torch_version)
+        minor = wheels.rocm_of_hip(hip) or "?"
+        if tagged is not None and ".".join(tagged.split(".")[:2]) != minor:
+            minor = ".".join(tagged.split(".")[:2])
+            return f"ROCm {tagged} (the +rocm tag; HIP {base} is not in rocmdoctor's table)", minor
+        if minor == "?":
+            return (f"ROCm ? (HIP {base} is newer than what this rocmdoctor knows, tables "
+                    f"dated {_kb_date()})"), minor
         return f"ROCm {minor} (HIP {base})", minor
     releases = row.releases
     text = releases[0] if len(releases) == 1 else f"{releases[0]}-{releases[-1]}"
-    return f"ROCm {text} (HIP {base})", minor
+    return f"ROCm {text} (HIP {base})", row.releases[0].rsplit(".", 1)[0]
+
+
+def _kb_date() -> str:
+    from rocmdoctor.kb import KB_DATE
+
+    return KB_DATE
 
 
 def _minor(version: str) -> tuple[int, ...]:
@@ -79,16 +97,19 @@ class TorchRocmMatch(Check):
     def run(self, host: Host) -> CheckResult:
         torch = torch_info(host)
         version = str(torch.version)
-        built, built_minor = wheel_rocm(str(torch.hip))
+        built, built_minor = wheel_rocm(str(torch.hip), torch.any_version)
         load = rocm_libraries(host)
         hip = load.library("hip") if load.ran else None
         loaded_from = hip.origin if hip is not None and hip.path else None
-        bundled = torch.bundles_rocm if loaded_from is None else loaded_from == TORCH
         system = installed_rocm(host)
+        # A TheRock torch loads the pip-installed ROCm SDK beside it (no libamdhip64 in
+        # torch/lib); without a record of what it loaded, that SDK is still the one it runs on.
+        if loaded_from == SDK or (loaded_from is None and torch.bundles_rocm is not True
+                                  and torch.rocm_sdk_root):
+            return self._sdk(host, load, built, built_minor, system)
+        bundled = torch.bundles_rocm if loaded_from is None else loaded_from == TORCH
         findings: list[Finding] = []
         status, fix = Status.PASS, None
-        if loaded_from == SDK:
-            return self._sdk(host, load, built, built_minor, system)
         used = self._loaded_install(host, hip.path) if hip and hip.path and not bundled else None
         if hip is not None and hip.path:
             findings.append(Finding.info(f"torch loads its HIP runtime from {hip.path}"))
@@ -96,8 +117,12 @@ class TorchRocmMatch(Check):
             findings.append(Finding.info(
                 f"torch {version} carries its own ROCm user-space libraries, so the system "
                 "ROCm version need not match it"))
+        shadow = self._shadowed(torch, load, hip.path if hip else None)
         against = used or system
-        if against is None and distro_rocm_evidence(host):
+        # A build without its own ROCm that loads a distribution's libraries under /usr.
+        distro_libs = loaded_from == DISTRO or (loaded_from is None and bundled is not True
+                                                and bool(distro_rocm_evidence(host)))
+        if against is None and distro_libs:
             summary = (f"torch built for {built}; the distribution's ROCm under /usr (its "
                        "release is not recorded)")
         elif against is None:
@@ -108,7 +133,7 @@ class TorchRocmMatch(Check):
         else:
             what = "loads ROCm" if used is not None else "system ROCm"
             summary = f"torch built for {built}; {what} {against.version}"
-            if bundled is False:
+            if bundled is False and shadow is None:
                 status = Status.WARN
                 line, why = rocm_index_line(host)
                 findings.append(Finding.error(
@@ -116,6 +141,19 @@ class TorchRocmMatch(Check):
                     f"built for ROCm {built_minor}"))
                 fix = Fix(f"Install the official wheel ({why}) or rebuild torch against "
                           f"ROCm {against.version}.", (line,))
+        if shadow is not None:
+            entry, line = shadow
+            release = f"ROCm {used.version}" if used is not None else "another ROCm"
+            same = used is not None and _minor(used.version) == _minor(built_minor)
+            findings.append((Finding.hint if same else Finding.error)(
+                f"LD_LIBRARY_PATH puts {entry} ahead of the ROCm torch {version} carries: the "
+                f"loader searches LD_LIBRARY_PATH before the wheel's RUNPATH, so torch runs on "
+                f"{release}'s {posixpath.basename(str(hip.path if hip else ''))}, not its own"))
+            if not same:
+                status = Status.WARN
+                summary += f"; LD_LIBRARY_PATH makes torch load {release} instead of its own"
+                fix = Fix("Take the ROCm folder out of LD_LIBRARY_PATH (in your shell profile "
+                          "too), so torch loads the ROCm it carries.", (line,))
         user_space = (built_minor if bundled is not False or against is None
                       else against.version)
         driver_status, driver_notes, driver_fix = self._driver(host, system, user_space)
@@ -123,7 +161,26 @@ class TorchRocmMatch(Check):
         if driver_status is Status.WARN and status is Status.PASS:
             status, fix = Status.WARN, driver_fix
             summary += f"; the amdgpu driver is not tested with ROCm {built_minor}"
-        return self.result(status, summary, findings, fix)
+        source = wheels.LD_LIBRARY_PATH_OVER_RUNPATH if shadow and status is Status.WARN \
+            and fix is not None and fix.commands[:1] == (shadow[1],) else None
+        return self.result(status, summary, findings, fix, source=source)
+
+    @staticmethod
+    def _shadowed(torch: TorchInfo, load: LibLoad, path: Optional[str]
+                  ) -> Optional[tuple[str, str]]:
+        """(the LD_LIBRARY_PATH entry, the export line without it) when a wheel that carries
+        its own ROCm loads its HIP runtime from an LD_LIBRARY_PATH folder instead
+        (pytorch/builder#1468: LD_LIBRARY_PATH overrides the wheel's RUNPATH)."""
+        if torch.bundles_rocm is not True or not path or not load.ld_library_path:
+            return None
+        folder = posixpath.dirname(path)
+        entry = next((e for e in load.ld_library_path if e.rstrip("/") == folder), None)
+        if entry is None or (load.torch_lib and folder == load.torch_lib.rstrip("/")):
+            return None
+        rest = [e for e in load.ld_library_path if e != entry]
+        line = (f"export LD_LIBRARY_PATH={shlex.quote(':'.join(rest))}" if rest
+                else "unset LD_LIBRARY_PATH")
+        return entry, line
 
     @staticmethod
     def _loaded_install(host: Host, path: str) -> Optional[RocmInstall]:
@@ -142,7 +199,9 @@ class TorchRocmMatch(Check):
         sdk = release_of_package(package or "")
         hip = load.library("hip")
         findings = [Finding.info(f"torch loads the pip-installed ROCm SDK's HIP runtime "
-                                 f"({hip.path if hip else '?'})")]
+                                 f"({hip.path})") if hip and hip.path else Finding.info(
+            f"torch loads the pip-installed ROCm SDK beside it ({torch.rocm_sdk_root}); its "
+            "own torch/lib carries no HIP runtime")]
         if sdk is None:
             summary = f"torch built for {built}; the pip-installed ROCm SDK's version is unknown"
             return self.result(Status.PASS, summary, findings)
@@ -213,7 +272,7 @@ class TorchRocmMatch(Check):
             line, why = rocm_index_line(host, driver=driver)
             text = (f"{where}: the ROCm {user} release notes list AMD GPU Driver "
                     f"{', '.join(verdict.listed)}, not {driver}"
-                    if verdict.basis == "preview-notes" else
+                    if verdict.basis in ("preview-notes", "release-notes") else
                     f"{where} is tested with ROCm {', '.join(verdict.listed)} user space, not "
                     f"{user}")
             return Status.WARN, [Finding.error(text)], Fix(

@@ -149,9 +149,9 @@ def test_amd_smi_firmware_and_the_instinct_bundle_rocm_lists() -> None:
                        "amd-smi static --json": json.dumps(static)})
     assert run(h) == CHECK.passed("firmware of 1 GPU(s) loaded; no load failure in the kernel log", (
         Finding.info("0000:05:00.0: MEC 177, SMC 85.101.0"),
-        Finding.info("ROCm 7.11 lists PLDM bundle 01.25.03.12 for the MI300X; amd-smi does not "
-                     "report the bundle version, so compare it with your server vendor's "
-                     f"firmware ({kb.ROCM_711_FIRMWARE})")))
+        Finding.info("ROCm 10.1 lists PLDM bundle 01.26.00.04 (or later) or 01.25.06.05 for the "
+                     "MI300X; amd-smi does not report the bundle version, so compare it with your "
+                     f"server vendor's firmware ({kb.FIRMWARE_YAML})")))
 
 
 def test_amd_smi_firmware_versions_no_int_can_hold_are_shown_not_compared() -> None:

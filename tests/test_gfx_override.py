@@ -12,7 +12,7 @@ from rocmdoctor.facts.amd_gpus import (
     amd_gpus,
     gpus_from_report,
 )
-from rocmdoctor.facts.rocm_version import DISTRO_VERSION_FILES
+from rocmdoctor.facts.rocm_root import DISTRO_VERSION_FILES
 from rocmdoctor.facts.rocminfo import parse_rocminfo
 from rocmdoctor.host.snapshot import SnapshotHost
 from rocmdoctor.kb import KB_DATE

@@ -153,10 +153,18 @@ def test_the_driver_table_follows_amds_current_rows() -> None:
     assert ds.kmd_supports("6.3.4", "7.1") is False
     assert ds.kmd_supports("30.10", "10.0") is True
     assert ds.kmd_supports("31.50", "6.4") is False
-    assert ds.kmd_verdict("31.50", "10.1").basis == "user-newer"
     assert ds.kmd_verdict("32.10", "10.0").basis == "driver-newer"
     assert ds.kmd_verdict("31.30", "7.13").basis == "user-preview"
-    assert ds.kmd_verdict("31.30", "10.0").basis == "driver-unlisted"
+    assert ds.kmd_verdict("31.30", "7.2").basis == "driver-unlisted"
+    # The 10.0.0 and 10.1.0 release notes' table (driver-firmware-support.yaml) names the
+    # 31.10-31.30 previews the matrix rows leave out, and covers 10.1.
+    for driver in ("31.50", "31.40", "31.30", "31.20", "31.10", "30.30", "30.20", "30.10"):
+        for user in ("10.0", "10.1"):
+            assert ds.kmd_verdict(driver, user) == ds.KmdVerdict(
+                True, "release-notes", ds.RELEASE_NOTE_DRIVERS[0].drivers,
+                ds.DRIVER_FIRMWARE_YAML), (driver, user)
+    assert ds.kmd_verdict("6.4", "10.1").tested is False
+    assert ds.kmd_verdict("31.50", "10.2").basis == "user-newer"
 
 
 def test_unverified_cuda_rows_are_marked() -> None:

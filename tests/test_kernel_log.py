@@ -176,6 +176,13 @@ EXPECTED: dict[str, list[tuple[str, int, Optional[str]]]] = {
         [("amdgpu-firmware-missing", 2, "3.586367")],
     "dmesg-gfx9-failed-to-load-firmware-vega20-rlc-fatal-gpu-init-probe-failed-error-2.txt":
         [("amdgpu-firmware-missing", 1, "4.032801")],
+    "dmesg-kfd-pci-rejects-atomics-730-lt-0-rx550-gfx803-thinkpad-e580.txt":
+        [("kfd-pci-rejects-atomics", 1, "9.298192")],
+    "dmesg-kfd-pci-rejects-atomics-730-lt-0-rx570-gfx803-ubuntu22.04-rocm5.4.3.txt":
+        [("kfd-pci-rejects-atomics", 1, "3.091074")],
+    # "123<145": the MEC firmware, not the slot (kfd_device.c's no_atomic_fw_version)
+    "dmesg-kfd-skipped-device-pci-rejects-atomics-123-lt-145-navi14-w5500-mec-firmware-too-old.txt":
+        [("kfd-atomics-mec-firmware-old", 1, None)],
     "dmesg-kfd-added-then-skipped-pci-rejects-atomics-2x-rx570-h270-pch-x4-slot-rocm1.7-TRUNCATED.txt":
         [("kfd-pci-rejects-atomics", 1, "3.394728")],
     "dmesg-kfd-did-missing-in-supported-devices-kgd2kfd-probe-failed-picasso-plus-rx560-fc29-TRUNCATED.txt":

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rocmdoctor.checks.kernel_version import KernelVersion, parse_kernel_release
-from rocmdoctor.facts.rocm_version import DISTRO_VERSION_FILES
+from rocmdoctor.facts.rocm_root import DISTRO_VERSION_FILES
 from rocmdoctor.host import Host
 from rocmdoctor.host.snapshot import SnapshotHost
 from rocmdoctor.kb import KB_DATE
@@ -226,6 +226,6 @@ def test_reads_only_what_it_should() -> None:
                          paths=AMDGPU, kernel="5.0.0-23-generic")
     absent = ["/dev/kfd"] + [f"/opt/rocm/{rel}" for rel in (
         ".info/version", "core/.info/version", "include/rocm-core/rocm_version.h",
-        "include/rocm_version.h")]
+        "include/rocm_version.h")] + ["/opt/rocm"]
     absent += list(DISTRO_VERSION_FILES)  # a distribution's ROCm under /usr records it there
     assert check(SnapshotHost(data, strict=True, absent=absent)).status is Status.FAIL

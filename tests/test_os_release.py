@@ -158,10 +158,61 @@ def test_unlisted_release_warns_with_the_supported_list() -> None:
         [Finding.info("ROCm 6.3.4 is checked against the matrix column for 6.3.3, the nearest "
                       "release of its series"),
          Finding.hint("ROCm 6.3.4 supports: Ubuntu 24.04.2, 22.04.5; RHEL 9.5, 9.4, 8.10; "
-                      "SLES 15 SP6, 15 SP5; Oracle Linux 8.10; Debian 12; Azure Linux 3.0")],
+                      "SLES 15 SP6, 15 SP5; Oracle Linux 8.10; Debian 12; Azure Linux 3.0"),
+         Finding.hint("Ubuntu 18.04.4 LTS is in no OS list of the ROCm releases this "
+                      "rocmdoctor knows (6.0.0 to 10.1.0)")],
         Fix("Run ROCm on a listed distribution release, or accept that this combination is "
             "untested by AMD."),
         source=HISTORICAL_60)
+
+
+NON_LTS = "ubuntu-25.04-non-lts-rocm-7.x-gfx1201-hang-title.txt"
+OLDER = "rocm-5.3-5.4.3-older-releases-ubuntu22.04-torch2.0.txt"
+
+
+def test_real_a_non_lts_ubuntu_is_named_as_never_supported() -> None:
+    # ROCm#5581: ROCm 7.0 to 7.1 on Ubuntu 25.04; os-release as Ubuntu writes it for 25.04.
+    title = fixture_text(NON_LTS)
+    series = re.search(r"on Ubuntu (\d+\.\d+)", title).group(1)  # type: ignore[union-attr]
+    rocm = re.search(r"\((\d+\.\d+) /", title).group(1)  # type: ignore[union-attr]
+    os_release = (f'PRETTY_NAME="Ubuntu {series}"\nNAME="Ubuntu"\nVERSION_ID="{series}"\n'
+                  'ID=ubuntu\nID_LIKE=debian\n')
+    result = check(with_rocm(os_release, f"{rocm}.0\n"))
+    never = ("Ubuntu 25.04 is not an LTS release: no ROCm release this rocmdoctor knows "
+             "(6.0.0 to 10.1.0) lists it; AMD lists Ubuntu LTS releases only")
+    assert result == expected(
+        Status.WARN, "Ubuntu 25.04 is not listed for ROCm 7.1.0",
+        [Finding.hint("ROCm 7.1.0 supports: Ubuntu 24.04.3, 22.04.5; RHEL 10.0, 9.6, 9.4, 8.10; "
+                      "SLES 15 SP7; Oracle Linux 10, 9, 8; Debian 13, 12; Rocky Linux 9"),
+         Finding.hint(never)],
+        Fix("Run ROCm on a listed distribution release, or accept that this combination is "
+            "untested by AMD."),
+        source="https://rocm.docs.amd.com/en/docs-7.2.3/compatibility/compatibility-matrix.html")
+    # ...and without a system ROCm (a wheel that carries its own) it is still named.
+    bare = check(host_of(files={"/etc/os-release": os_release}))
+    assert bare == expected(Status.PASS, "Ubuntu 25.04", [
+        Finding.info("no ROCm install found, so ROCm's OS support was not checked"),
+        Finding.hint(never)])
+
+
+def test_real_a_rocm_older_than_the_tables_is_said_so() -> None:
+    # pytorch#99983: ROCm 5.3 to 5.4.3 on Ubuntu 22.04.
+    release = re.search(r"- ROCm (5\.4\.3), torch", fixture_text(OLDER)).group(1)  # type: ignore[union-attr]
+    assert check(with_rocm(UBUNTU_22_04_4, release + "\n")) == expected(
+        Status.PASS, "Ubuntu 22.04.4 LTS; ROCm 5.4.3 is older than what this rocmdoctor knows",
+        [Finding.hint("ROCm 5.4.3 is older than what this rocmdoctor knows (its OS lists are for "
+                      "ROCm 6.0.0 to 10.1.0), so the distribution was not checked against it; "
+                      f"AMD's tables: {MATRIX_LATEST}")])
+    # kernel-version says the same of its kernel lists
+    from rocmdoctor.checks.kernel_version import KernelVersion
+
+    kernel = replace(run_one(KernelVersion(), with_rocm(UBUNTU_22_04_4, release + "\n")),
+                     duration_ms=0)
+    assert kernel == KernelVersion().result(
+        Status.PASS, "kernel 6.8.0-52-generic meets the 5.15 floor for ROCm 5.4.3",
+        [Finding.info("ROCm 5.4.3 is older than what this rocmdoctor knows (its kernel lists are "
+                      "for ROCm 6.0.0 to 10.1.0); only their 5.15 floor is checked")],
+        source=DOCS.format(v="6.3.1"))
 
 
 def test_rhel_minor_must_match() -> None:

@@ -10,7 +10,7 @@ import pytest
 
 from rocmdoctor.checks.perf_level import PerfLevelCheck
 from rocmdoctor.host.snapshot import SnapshotHost
-from rocmdoctor.kb.perf_levels import PERF_DETERMINISM_COMMIT, PERF_LEVELS, lookup
+from rocmdoctor.kb.perf_levels import LACT_MANUAL, PERF_DETERMINISM_COMMIT, PERF_LEVELS, lookup
 from rocmdoctor.model import CheckResult, Finding, Fix, Status
 from rocmdoctor.runner import run_one
 from tests.helpers import fixture_text, make_snapshot
@@ -96,14 +96,43 @@ def test_high_is_a_hint_not_a_failure() -> None:
     ))
 
 
-def test_manual_and_determinism_are_explained() -> None:
-    h = host({**card("card0", "manual"), **card("card1", "perf_determinism")})
-    assert run(h) == expect(Status.PASS, "card0: manual; card1: perf_determinism", (
-        Finding.info("card0: manual: the enabled clock states are set by hand in pp_dpm_sclk, "
-                     "pp_dpm_mclk and pp_dpm_pcie, and the heuristics in pp_power_profile_mode"),
+def test_determinism_is_explained() -> None:
+    h = host(card("card1", "perf_determinism"))
+    assert run(h) == expect(Status.PASS, "card1: perf_determinism", (
         Finding.info("card1: perf_determinism: performance determinism (Instinct): the firmware "
                      "holds a sustained level under a maximum graphics clock set in pp_dpm_sclk"),
     ), source=PERF_DETERMINISM_COMMIT)
+
+
+LACT_594 = "lact-manual-performance-level-40-50-percent-slower-rx7900xt-from-corectrl.txt"
+LACT_583 = "lact-manual-performance-level-limits-power-draw-0.7.4-TRUNCATED.txt"
+LACT_513 = "lact-pp-dpm-writable-only-at-manual-performance-level-TRUNCATED.txt"
+
+
+def test_real_a_card_left_at_manual_by_a_gpu_control_tool_warns() -> None:
+    # LACT#594: moved from CoreCtrl to LACT, "manual performance level ... degraded by 40-50%";
+    # LACT#583: "Manual" held the power draw low; LACT#513: the clock files are writable only at
+    # manual, which is why the tools set it. The file then reads "manual" (amdgpu_pm.c).
+    assert "manual performance level" in fixture_text(LACT_594)
+    assert "degraded by 40-50%" in fixture_text(LACT_594)
+    assert 'performance level as "Manual"' in fixture_text(LACT_583)
+    assert "only writable when performance level is manual" in fixture_text(LACT_513)
+    h = host({**card("card0", "auto"), **card("card1", "manual")})
+    path = LEVEL.format("card1")
+    assert run(h) == expect(
+        Status.WARN, "card1 left at manual clocks (card0: auto; card1: manual)", (
+            Finding.error("card1: manual: the enabled clock states are set by hand in "
+                          "pp_dpm_sclk, pp_dpm_mclk and pp_dpm_pcie, and the heuristics in "
+                          "pp_power_profile_mode; GPU control tools (LACT, CoreCtrl) set manual "
+                          "to apply their profiles and leave it there, and at manual a card has "
+                          "run 40-50% slower than at auto"),
+        ),
+        Fix("Return card1 to auto (this lasts until reboot; `sudo rocm-smi --setperflevel "
+            "auto` does the same for every GPU). If the level comes back after a reboot, a udev "
+            "rule or a service sets it. Set the GPU control tool's performance level to "
+            "Automatic too (LACT, CoreCtrl), or it writes manual again.",
+            (f"echo auto | sudo tee {path}",), needs_root=True),
+        source=LACT_MANUAL)
 
 
 def test_unreadable_card_is_noted_and_others_still_count() -> None:

@@ -13,11 +13,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rocmdoctor.checks.rocm_install import POST_INSTALL, RocmInstallCheck, link_chain
+from rocmdoctor.facts.rocm_root import distro_rocm_evidence, installed_rocm
 from rocmdoctor.facts.rocm_version import (
     RocmInstall,
     all_rocm_installs,
-    distro_rocm_evidence,
-    installed_rocm,
     parse_cmake_version,
     parse_version_file,
     parse_version_header,
@@ -226,6 +225,7 @@ def test_rocm_path_and_path_naming_a_removed_release_warn() -> None:
         Status.WARN, "ROCm 6.3.4 at /opt/rocm-6.3.4: ROCM_PATH=/opt/rocm-5.7.1 does not exist; "
         "PATH names a ROCm release that is not installed",
         [Finding.info("ROCm root: /opt/rocm (ROCm 6.3.4; found by /opt/rocm; system packages)"),
+         Finding.info("/opt/rocm was chosen: the system's default ROCm folder"),
          Finding.info("/opt/rocm -> /etc/alternatives/rocm -> /opt/rocm-6.3.4"),
          Finding.error("ROCM_PATH=/opt/rocm-5.7.1 does not exist"),
          Finding.error("PATH names /opt/rocm-5.7.1/bin: ROCm 5.7.1 is not installed")],
@@ -250,7 +250,8 @@ def test_none_installed_on_an_amd_machine_warns_with_the_install_command() -> No
                        "hip": "6.1.40093-bd86f1708", "cuda": None}}
     host = host_of(paths=AMDGPU, python=probe)
     assert check(host) == expected(
-        Status.WARN, "no ROCm install found (/opt/rocm, /opt/rocm-*, $ROCM_PATH)",
+        Status.WARN, "no ROCm install found (/opt/rocm, /opt/rocm-*, $ROCM_PATH, the "
+        "distribution's release files under /usr)",
         [Finding.hint("PyTorch's ROCm wheels bundle their own ROCm user-space libraries, so "
                       "training can work without a system ROCm; rocminfo, rocm-smi and hipcc "
                       "need one"),
@@ -261,13 +262,22 @@ def test_none_installed_on_an_amd_machine_warns_with_the_install_command() -> No
         source=QUICK_START)
 
 
-def test_distro_packaged_rocm_passes() -> None:
+def test_a_stray_doc_folder_under_usr_is_no_rocm_install() -> None:
+    # Debian's rocminfo package alone (/usr/share/doc/rocminfo) records no ROCm release.
     host = host_of(paths={**AMDGPU, "/usr/share/doc/rocminfo": {"type": "dir"}})
     assert check(host) == expected(
-        Status.PASS, "ROCm from the distribution's packages (under /usr), no /opt/rocm",
-        [Finding.info("found /usr/share/doc/rocminfo"),
-         Finding.info("AMD's compatibility tables cover its own /opt/rocm packages, not "
-                      "distribution builds")])
+        Status.WARN, "no ROCm install found (/opt/rocm, /opt/rocm-*, $ROCM_PATH, the "
+        "distribution's release files under /usr)",
+        [Finding.hint("PyTorch's ROCm wheels bundle their own ROCm user-space libraries, so "
+                      "training can work without a system ROCm; rocminfo, rocm-smi and hipcc "
+                      "need one"),
+         Finding.error("/usr holds /usr/share/doc/rocminfo but no ROCm release record "
+                       "(rocm_version.h, HIP's CMake version file): without one a library or "
+                       "tool is not counted as a ROCm install")],
+        Fix("Install the amdgpu-install package for your distribution as the quick-start "
+            "guide shows, then install ROCm with it.",
+            commands=("sudo amdgpu-install --usecase=rocm",), needs_root=True),
+        source=QUICK_START)
 
 
 def test_skipped_without_amd_hardware_or_rocm() -> None:
@@ -344,6 +354,9 @@ def test_dangling_opt_rocm_link_with_installs_left() -> None:
         Status.WARN, "ROCm 6.3.4 at /opt/rocm-6.3.4: /opt/rocm points at /opt/rocm-6.2.0, which "
         "does not exist",
         [root("/opt/rocm-6.3.4", "6.3.4", "the newest ROCm install (no /opt/rocm)"),
+         Finding.info("passed over: /opt/rocm links to /opt/rocm-6.2.0, which does not exist"),
+         Finding.info("/opt/rocm-6.3.4 was chosen: no /opt/rocm holds a release; the newest "
+                      "/opt/rocm-X.Y.Z"),
          Finding.info("/opt/rocm -> /opt/rocm-6.2.0"),
          Finding.error("/opt/rocm points at /opt/rocm-6.2.0, which does not exist")],
         Fix("Point /opt/rocm at an installed release with update-alternatives (needs root), then "

@@ -20,6 +20,7 @@ from rocmdoctor.checks.torch_install import TorchInstall
 from rocmdoctor.checks.torch_rocm_match import TorchRocmMatch
 from rocmdoctor.checks.torchvision_match import TorchvisionMatch
 from rocmdoctor.facts.nvidia_gpus import QUERY_KEY
+from rocmdoctor.facts.rocm_root import DISTRO_VERSION_FILES
 from rocmdoctor.host.snapshot import SnapshotHost
 from rocmdoctor.kb import KB_DATE
 from rocmdoctor.kb import torch_wheels as tw
@@ -43,6 +44,8 @@ ABSENT: tuple[str, ...] = (
     "/usr/lib/x86_64-linux-gnu/cmake/hip/hip-config-version.cmake",
     "/usr/lib/aarch64-linux-gnu/cmake/hip/hip-config-version.cmake",
     "/usr/lib/cmake/hip/hip-config-version.cmake", "/dev/dxg",
+    # where ROCm is (facts/rocm_root.py): /opt/rocm itself, Fedora's and rocm-core's files
+    "/opt/rocm", *DISTRO_VERSION_FILES,
 )
 PACKAGES = ("torch", "torchvision", "torchaudio", "triton", "pytorch-triton-rocm", "numpy")
 # The targets PyTorch's build script compiles into current ROCm wheels

@@ -87,12 +87,19 @@ def test_a_driver_newer_than_the_tables_is_said_so() -> None:
 
 
 def test_user_space_newer_than_the_tables_is_said_so() -> None:
-    # ROCm 10.1.0 ships HIP 7.16.26385; AMD's table (31.50.x row) stops at 10.0.0.
+    # ROCm 10.1.0 ships HIP 7.16.26385; AMD's matrix (31.50.x row) stops at 10.0.0, but the
+    # 10.1.0 release notes' driver table lists 31.40.x.
     host = rocm_host(official("2.14.1+rocm10.1.0", "7.16.26385"), dkms="6.19.14")
     result = TorchRocmMatch().run(host)
     assert result.status is Status.PASS
     assert result.findings[-1] == Finding.info(
-        f"the amdgpu-dkms driver 6.19.14 (AMD GPU Driver 31.40.x): ROCm 10.1 user space is newer "
+        "the amdgpu-dkms driver 6.19.14 (AMD GPU Driver 31.40.x) is tested with ROCm 10.1 user "
+        "space")
+    # A release past both: said to be newer than the tables.
+    newer = TorchRocmMatch().run(rocm_host(official("2.15.0+rocm10.2.0", "7.17.26500"),
+                                           dkms="6.19.14"))
+    assert newer.findings[-1] == Finding.info(
+        f"the amdgpu-dkms driver 6.19.14 (AMD GPU Driver 31.40.x): ROCm 10.2 user space is newer "
         f"than what this rocmdoctor knows, tables dated {KB_DATE}; AMD's driver / ROCm table: "
         f"{drivers.AMDGPU_DOCS_MATRIX}")
 
@@ -199,13 +206,20 @@ def test_a_technology_preview_wheel_is_not_judged() -> None:
 
 def test_a_hip_newer_than_the_tables_leaves_the_driver_unchecked() -> None:
     # Past HIP 7.14 the ROCm release no longer follows the HIP number (ROCm 10.0 ships HIP 7.15).
+    # The wheel's +rocm11.0 tag still names the release it was built for.
     host = rocm_host(official("2.15.0.dev0+rocm11.0", "7.17.26500"), dkms="6.19.14")
     assert whole(TorchRocmMatch().run(host)) == (
-        Status.PASS, "torch built for ROCm ? (HIP 7.17.26500); no system ROCm (not needed by the "
-        "wheel)",
+        Status.PASS, "torch built for ROCm 11.0.0 (the +rocm tag; HIP 7.17.26500 is not in "
+        "rocmdoctor's table); no system ROCm (not needed by the wheel)",
         (Finding.info(BUNDLED.format("2.15.0.dev0+rocm11.0")),
-         Finding.info("the amdgpu-dkms driver 6.19.14 (AMD GPU Driver 31.40.x): the ROCm release "
-                      "torch was built for is unknown, so it was not checked")), None)
+         Finding.info(f"the amdgpu-dkms driver 6.19.14 (AMD GPU Driver 31.40.x): ROCm 11.0 user "
+                      f"space is newer than what this rocmdoctor knows, tables dated {KB_DATE}; "
+                      f"AMD's driver / ROCm table: {drivers.AMDGPU_DOCS_MATRIX}")), None)
+    # Without a tag the ROCm release is not known, and nothing is judged on it.
+    untagged = rocm_host(official("2.15.0.dev0+git1", "7.17.26500"), dkms="6.19.14")
+    assert whole(TorchRocmMatch().run(untagged))[1] == (
+        f"torch built for ROCm ? (HIP 7.17.26500 is newer than what this rocmdoctor knows, "
+        f"tables dated {KB_DATE}); no system ROCm (not needed by the wheel)")
 
 
 @pytest.mark.parametrize(("rocm_version", "why"), [

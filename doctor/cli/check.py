@@ -70,11 +70,27 @@ def _live_host(timeout: Optional[float], python: Optional[str], probe_now: bool 
     from rocmdoctor.host.probe import make_probe, run_probe
 
     command_s, probe_s = _limits(timeout)
+    interpreter = shutil.which(python) if python is not None else sys.executable
     if probe_now:  # the child imports torch while the machine checks run
         return LiveHost(command_timeout=command_s, probe=make_probe(python, probe_s),
-                        rocm_root=rocm_root)
+                        rocm_root=rocm_root, python_executable=interpreter)
     return LiveHost(command_timeout=command_s, probe=lambda: run_probe(python, probe_s),
-                    rocm_root=rocm_root)
+                    rocm_root=rocm_root, python_executable=interpreter)
+
+
+def _prefetch_libload(host: Host, checks: list[Check]) -> None:
+    """On an AMD machine, start the library-load child with the probe: it needs only the
+    Python that trains, so loading torch's HIP libraries overlaps with importing torch instead
+    of following it (rocm-libraries and torch-rocm-match read it)."""
+    from rocmdoctor.host.live import LiveHost
+
+    if not isinstance(host, LiveHost) or not any(c.id == "rocm-libraries" for c in checks):
+        return
+    from rocmdoctor.facts.libload import LIBLOAD_TIMEOUT_S, LIBLOAD_TOOL
+    from rocmdoctor.facts.platform import is_wsl, platform_kind
+
+    if platform_kind(host) == "rocm" and not is_wsl(host):
+        host.prefetch([LIBLOAD_TOOL], timeout=LIBLOAD_TIMEOUT_S)
 
 
 ROCM_ROOT_HELP = ("Where ROCm is (default: $ROCM_PATH, $ROCM_HOME, $ROCM_DIR, the pip-installed "
@@ -116,11 +132,13 @@ def _progress(host: Host, quiet: bool = False) -> Progress:
 
 def _wants_opt_in(flag: bool, only: list[str]) -> bool:
     """`--collectives`, or an opt-in check named (or matched) in --only."""
+    if flag or not only:  # nothing to match: the checks need not be imported for it
+        return flag
     import fnmatch
 
     from rocmdoctor.checks.registry import OPT_IN_CHECKS
 
-    return flag or any(fnmatch.fnmatchcase(c.id, word) for c in OPT_IN_CHECKS for word in only)
+    return any(fnmatch.fnmatchcase(c.id, word) for c in OPT_IN_CHECKS for word in only)
 
 
 def _write_output(text: str, output: Optional[str]) -> None:
@@ -181,9 +199,18 @@ def check(
             output = expand_output_pattern(output, os.environ, platform.node())
         except ValueError as exc:
             raise fail(str(exc)) from None
+    # The whole default set reads the probe: start it (torch's import is most of check's time)
+    # before importing the checks themselves; with --only/--skip, after knowing whether any
+    # selected check needs it.
+    early = from_file is None and not only_ids and not skip_ids
+    host = _make_host(from_file, timeout, python, probe_now=True,
+                      rocm_root=rocm_root) if early else None
     checks = _select(only_ids, skip_ids, opt_in)
     probe = any(c.uses_python for c in checks)
-    host = _make_host(from_file, timeout, python, probe_now=probe, rocm_root=rocm_root)
+    if host is None:
+        host = _make_host(from_file, timeout, python, probe_now=probe, rocm_root=rocm_root)
+    if probe:
+        _prefetch_libload(host, checks)
     with _progress(host, quiet):
         report = _run_report(host, checks, timeout)
     if json_out:

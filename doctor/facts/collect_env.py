@@ -147,7 +147,7 @@ def header_rows(host: Host, raw: RawFacts, platform: str, tool_version: str
                 ) -> list[tuple[str, str]]:
     from rocmdoctor.facts.amdgpu_module import describe_driver
     from rocmdoctor.facts.machine import nvidia_driver_version
-    from rocmdoctor.facts.rocm_version import rocm_root
+    from rocmdoctor.facts.rocm_root import discover_rocm
     from rocmdoctor.kb import KB_DATE
 
     plat = host.platform
@@ -158,13 +158,15 @@ def header_rows(host: Host, raw: RawFacts, platform: str, tool_version: str
         ("OS", f"{raw.os_name or 'unknown'} ({plat.machine})"),
         ("Kernel", plat.kernel_release or "unknown"),
     ]
-    root = rocm_root(host, with_python=torch.probed)
+    found = discover_rocm(host, with_python=torch.probed)
+    root = found.root
+    passed = f"; passed over: {'; '.join(found.passed_over)}" if found.passed_over else ""
     if root is None:
-        rows.append(("ROCm", "not installed"))
+        rows.append(("ROCm", f"not installed{passed}"))
     else:
         version = root.version or "release not recorded"
         rows.append(("ROCm", f"{version} at {root.path} (found by {root.found_by}; "
-                             f"{root.kind})"))
+                             f"{root.kind}){passed}"))
     if host.known("facts:libload"):  # rocm-libraries ran: the copy torch really loads
         from rocmdoctor.facts.libload import rocm_libraries
 

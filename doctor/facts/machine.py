@@ -107,7 +107,7 @@ def machine_facts(host: Host, platform: str, probe: bool = True) -> dict[str, An
     from rocmdoctor.facts.amdgpu_module import describe_driver
     from rocmdoctor.facts.collect_env import os_pretty_name
     from rocmdoctor.facts.platform import kernel_release
-    from rocmdoctor.facts.rocm_version import installed_rocm
+    from rocmdoctor.facts.rocm_root import installed_rocm
 
     out: dict[str, Any] = dict.fromkeys(MACHINE_FIELDS)
     out["gpus"] = []

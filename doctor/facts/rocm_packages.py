@@ -11,12 +11,51 @@ By hand: `pip list 2>/dev/null | grep -E '^(rocm|amd-torch-device)'` against
 
 from __future__ import annotations
 
+import json
+import posixpath
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Optional
 
+from rocmdoctor.host import Host
 from rocmdoctor.kb import rocm_sdk as kb
 from rocmdoctor.model import Fix
+
+# `rocm-sdk targets` prints dist_amdgpu_targets of <_rocm_sdk_core>/share/therock/
+# dist_info.json ("gfx1100;gfx1101;gfx1102"): the targets the installed packages really ship.
+DIST_INFO = "share/therock/dist_info.json"
+ROCM_SDK_TARGETS = ("https://github.com/ROCm/TheRock/blob/f7c23c6fdc675bb403e476834247c47ae38e64ec/"
+                    "build_tools/packaging/python/templates/rocm/src/rocm_sdk/__main__.py")
+
+
+def parse_dist_targets(text: str) -> Optional[tuple[str, ...]]:
+    """The targets of a dist_info.json text, or None. Never raises."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    value = data.get("dist_amdgpu_targets") if isinstance(data, dict) else None
+    if isinstance(value, str):
+        items = value.replace(",", ";").split(";")
+    elif isinstance(value, list):
+        items = [v for v in value if isinstance(v, str)]
+    else:
+        return None
+    targets = tuple(sorted({t.strip().lower() for t in items if t.strip()}))
+    return targets or None
+
+
+def shipped_targets(host: Host) -> Optional[tuple[str, ...]]:
+    """What `rocm-sdk targets` prints for the pip-installed ROCm SDK the training Python
+    imports (None: no SDK, or it records none)."""
+    from rocmdoctor.facts.torch import torch_info
+
+    def compute() -> Optional[tuple[str, ...]]:
+        core = torch_info(host).rocm_sdk_core
+        text = host.read_file(posixpath.join(core, DIST_INFO)) if core else None
+        return parse_dist_targets(text) if text else None
+
+    return host.memo("rocm:sdk_targets", compute)
 
 
 @dataclass(frozen=True)
@@ -32,8 +71,12 @@ def base_target(arch: str) -> str:
 
 
 def device_package_gaps(packages: Mapping[str, str], targets: Iterable[str],
-                        torch_version: Optional[str] = None) -> list[PackageGap]:
-    """The visible targets a multi-arch or per-family pip install has no code for."""
+                        torch_version: Optional[str] = None,
+                        shipped: Optional[Iterable[str]] = None) -> list[PackageGap]:
+    """The visible targets a multi-arch or per-family pip install has no code for. `shipped`:
+    the targets the install records (`rocm-sdk targets`); without it a family package is
+    taken to cover what its name says (gfx110X-dgpu: gfx110 and one hex digit)."""
+    ships = {t.lower() for t in shipped} if shipped is not None else None
     names = {kb.normalize(k): v for k, v in packages.items()}
     wanted = sorted({base_target(t) for t in targets if t and t.lower().startswith("gfx")})
     gaps: list[PackageGap] = []
@@ -58,13 +101,17 @@ def device_package_gaps(packages: Mapping[str, str], targets: Iterable[str],
                 Fix(f"Install torch's device package for {target} (it brings "
                     f"{kb.DEVICE_PREFIX}{target} too).",
                     (f'pip install {index} "torch[device-{target}]{pin}"',))))
-        if families and not any(kb.family_covers(f, target) for f in families):
-            family = kb.family_for(target)
+        covered = (target in ships if ships is not None else
+                   any(kb.family_covers(f, target) for f in families))
+        if families and not covered:
+            family = kb.family_for(target, exclude=families)
             installed = ", ".join(f"{kb.LIBRARIES}-{f}" for f in families)
             commands = (f"pip install --force-reinstall --index-url "
                         f"{kb.FAMILY_INDEX.format(family=family)} torch",) if family else ()
             where = f"the {family} index" if family else "the index of its GPU family"
+            ships_text = (f" (`rocm-sdk targets`: {';'.join(sorted(ships))})"
+                          if ships is not None else "")
             gaps.append(PackageGap(
-                target, f"{installed} holds no code for {target}",
+                target, f"{installed} holds no code for {target}{ships_text}",
                 Fix(f"Install torch and ROCm from {where}.", commands)))
     return gaps

@@ -11,14 +11,8 @@ ROCm records its release in several places, depending on age and layout:
   `ROCM_VERSION_MAJOR/MINOR/PATCH` defines and `ROCM_BUILD_INFO` string come from
   https://github.com/ROCm/rocm-core/blob/master/rocm_version.h.in.
 
-Distributions that package ROCm under /usr record no `.info/version`; their HIP CMake
-package's `hip-config-version.cmake` (written by CMake's write_basic_package_version_file:
-`set(PACKAGE_VERSION "6.0.0")`) or rocm-core's header under /usr/include give the release.
-
-Where ROCm is (`rocm_root`): the first of `--rocm-root`, `$ROCM_PATH` / `$ROCM_HOME` /
-`$ROCM_DIR`, the pip-installed ROCm SDK the training Python imports (`rocm-sdk path --root`),
-`/opt/rocm`, the newest `/opt/rocm/core-X.Y` (AMD's newer system packages, TheRock RFC0009),
-the distribution's files under /usr, and the newest `/opt/rocm-X.Y.Z`.
+Distributions that package ROCm under /usr record no `.info/version`; their version files
+are read by facts/rocm_root.py, which also decides where ROCm is and its install kind.
 
 By hand: `cat /opt/rocm/.info/version /opt/rocm/core/.info/version; ls -d /opt/rocm*;
 rocm-sdk path --root`.
@@ -45,15 +39,6 @@ _HEADER_DEFINE = re.compile(r"^\s*#\s*define\s+ROCM_VERSION_(MAJOR|MINOR|PATCH)\
 _HEADER_BUILD = re.compile(r'^\s*#\s*define\s+ROCM_BUILD_INFO\s+"[^"-]*-(\d+)\b', re.MULTILINE)
 _DIR_VERSION = re.compile(r"^(?:rocm|core)-(\d+\.\d+(?:\.\d+)?)$")
 
-# The release recorded by a distribution's packages under /usr: rocm-core's header, then HIP's
-# CMake version file (Fedora /usr/lib64, Debian/Ubuntu multiarch /usr/lib/<triplet>).
-DISTRO_VERSION_FILES = (
-    "/usr/include/rocm-core/rocm_version.h",
-    "/usr/lib64/cmake/hip/hip-config-version.cmake",
-    "/usr/lib/x86_64-linux-gnu/cmake/hip/hip-config-version.cmake",
-    "/usr/lib/aarch64-linux-gnu/cmake/hip/hip-config-version.cmake",
-    "/usr/lib/cmake/hip/hip-config-version.cmake",
-)
 CMAKE_VERSION_FILE = ("https://github.com/Kitware/CMake/blob/master/Modules/"
                       "BasicConfigVersion-SameMajorVersion.cmake.in")
 _CMAKE_VERSION = re.compile(r'^\s*set\s*\(\s*PACKAGE_VERSION\s+"?(\d{1,4})\.(\d{1,4})'
@@ -65,18 +50,14 @@ KIND_NEWER = "newer system packages"  # AMD's TheRock-built packages: /opt/rocm/
 KIND_PYTHON = "Python packages"  # pip-installed ROCm SDK (site-packages/_rocm_sdk_*)
 KIND_DISTRO = "distribution packages"  # the distribution's own (/usr; Arch's /opt/rocm)
 KIND_STANDALONE = "standalone"  # a tree built or unpacked by hand
-# Arch Linux's own rocm-core keeps AMD's layout under /opt/rocm
-# (https://archlinux.org/packages/extra/x86_64/rocm-core/files).
-OPT_ROCM_DISTROS = ("arch",)
+KIND_TARBALL = "TheRock tarball"  # a TheRock tarball's install/ folder (ROCm/ROCm#5773)
+KIND_TORCH = "bundled with torch"  # the ROCm libraries a torch wheel carries in torch/lib
+# Arch Linux's and Frugalware's own rocm-core keep AMD's layout under /opt/rocm
+# (https://archlinux.org/packages/extra/x86_64/rocm-core/files; Frugalware's rocm-core 6.4.1
+# file list: /opt/rocm/.info/version, /opt/rocm/include/rocm-core/rocm_version.h).
+OPT_ROCM_DISTROS = ("arch", "frugalware")
 ROOT_VARIABLES = ("ROCM_PATH", "ROCM_HOME", "ROCM_DIR")
-_CORE_DIR = re.compile(r"^/opt/rocm/core(?:-\d+(?:\.\d+)*)?(?:/|$)")
-
-# Where a distribution's own ROCm packages put things (Debian/Ubuntu, Fedora/SUSE).
-DISTRO_ROCM_PATTERNS = (
-    "/usr/lib/x86_64-linux-gnu/libamdhip64.so*",
-    "/usr/lib64/libamdhip64.so*",
-    "/usr/share/doc/rocminfo",
-)
+CORE_DIR = re.compile(r"^/opt/rocm/core(?:-\d+(?:\.\d+)*)?(?:/|$)")
 
 
 @dataclass(frozen=True)
@@ -185,7 +166,7 @@ def all_rocm_installs(host: Host) -> list[RocmInstall]:
         for root in _candidate_roots(host):
             install = read_install(host, root)
             if install is None:
-                install = _from_folder_name(host, root)
+                install = from_folder_name(host, root)
             if install is not None and install.root not in found:
                 found[install.root] = install
         return sorted(found.values(), key=lambda i: (i.key, i.root), reverse=True)
@@ -193,7 +174,7 @@ def all_rocm_installs(host: Host) -> list[RocmInstall]:
     return host.memo("rocm:all_installs", compute)
 
 
-def _from_folder_name(host: Host, root: str) -> Optional[RocmInstall]:
+def from_folder_name(host: Host, root: str) -> Optional[RocmInstall]:
     """A versioned folder (/opt/rocm-6.2.0) that records its release nowhere else."""
     m = _DIR_VERSION.match(posixpath.basename(root))
     info = host.stat(root) if m else None
@@ -204,159 +185,7 @@ def _from_folder_name(host: Host, root: str) -> Optional[RocmInstall]:
 
 
 def installed_rocm(host: Host) -> Optional[RocmInstall]:
-    """The system's ROCm release: the install at the root `rocm_root` finds without the
-    Python probe (--rocm-root, $ROCM_PATH/$ROCM_HOME/$ROCM_DIR, /opt/rocm, the newest
-    /opt/rocm/core-X.Y, the distribution's files under /usr), else the newest install."""
+    """The system's ROCm release (facts/rocm_root.py, where ROCm is discovered)."""
+    from rocmdoctor.facts.rocm_root import installed_rocm as discovered
 
-    def compute() -> Optional[RocmInstall]:
-        chosen = _choose_root(host, with_python=False)
-        if chosen is not None and chosen[2] is not None:
-            return chosen[2]
-        install = read_install(host, OPT_ROCM)
-        if install is not None:
-            return install
-        installs = all_rocm_installs(host)
-        return installs[0] if installs else None
-
-    return host.memo("rocm:installed", compute)
-
-
-def distro_install(host: Host) -> Optional[RocmInstall]:
-    """The release of a distribution-packaged ROCm under /usr, from its version files."""
-
-    def compute() -> Optional[RocmInstall]:
-        for path in DISTRO_VERSION_FILES:
-            text = host.read_file(path)
-            if not text:
-                continue
-            if path.endswith(".h"):
-                parsed = parse_version_header(text)
-                version = parsed[0] if parsed else None
-            else:
-                version = parse_cmake_version(text)
-            if version:
-                return RocmInstall(version, None, "/usr", path)
-        return None
-
-    return host.memo("rocm:distro_install", compute)
-
-
-@dataclass(frozen=True)
-class RocmRoot:
-    """Where ROCm is, how that was decided, and how it was installed."""
-
-    path: str
-    found_by: str  # "--rocm-root", "ROCM_PATH", "rocm-sdk path --root", "/opt/rocm" ...
-    kind: str  # KIND_SYSTEM, KIND_NEWER, KIND_PYTHON, KIND_DISTRO, KIND_STANDALONE
-    install: Optional[RocmInstall]
-    passed_over: tuple[str, ...] = ()  # candidates before it that were not usable, and why
-
-    @property
-    def version(self) -> Optional[str]:
-        return self.install.version if self.install else None
-
-
-def install_kind(host: Host, path: str) -> str:
-    """The install kind of a ROCm folder, from where it is."""
-    real = real_path(host, path)
-    for p in (path.rstrip("/") or "/", real):
-        if "/site-packages/" in p + "/" or "/_rocm_sdk_" in p or "/dist-packages/" in p + "/":
-            return KIND_PYTHON
-    if real == "/usr" or real.startswith("/usr/lib") or path.rstrip("/") == "/usr":
-        return KIND_DISTRO
-    if _CORE_DIR.match(real):
-        return KIND_NEWER
-    if real == OPT_ROCM or real.startswith("/opt/rocm-") or real.startswith(OPT_ROCM + "/"):
-        from rocmdoctor.facts.os_release import read_os_release
-
-        osr = read_os_release(host)
-        if osr is not None and any(f in OPT_ROCM_DISTROS for f in osr.families):
-            return KIND_DISTRO
-        return KIND_SYSTEM
-    return KIND_STANDALONE
-
-
-def _sdk_install(host: Host, root: str) -> Optional[RocmInstall]:
-    from rocmdoctor.facts.torch import torch_info
-
-    package = torch_info(host).packages.get("rocm-sdk-core") or ""
-    version = release_of_package(package)
-    if version is None:
-        return None
-    return RocmInstall(version, None, root, f"the pip package rocm-sdk-core {package}")
-
-
-def _choose_root(host: Host, with_python: bool
-                 ) -> Optional[tuple[str, str, Optional[RocmInstall], tuple[str, ...]]]:
-    """(path, how it was found, its install, candidates passed over) in rocm_root's order."""
-
-    def compute() -> Optional[tuple[str, str, Optional[RocmInstall], tuple[str, ...]]]:
-        passed: list[str] = []
-        explicit = [("--rocm-root", host.rocm_root or "")]
-        explicit += [(var, (host.env.get(var) or "").strip()) for var in ROOT_VARIABLES]
-        for how, value in explicit:
-            if not value:
-                continue
-            if not value.startswith("/"):
-                passed.append(f"{how}={value} is not an absolute path")
-                continue
-            if not host.exists(value):
-                passed.append(f"{how}={value} does not exist")
-                continue
-            install = read_install(host, value) or _from_folder_name(host, value)
-            if install is None and value.rstrip("/") == "/usr":
-                install = distro_install(host)
-            root = value.rstrip("/") or "/"
-            # A tree that records no release still counts when it holds a HIP runtime.
-            if install is None and how != "--rocm-root" and not host.glob(
-                    root + "/lib/libamdhip64.so*"):
-                passed.append(f"{how}={value} holds no ROCm")
-                continue
-            return root, how, install, tuple(passed)
-        if with_python:
-            from rocmdoctor.facts.torch import torch_info
-
-            sdk = torch_info(host).rocm_sdk_root
-            if sdk:
-                return sdk, "rocm-sdk path --root", _sdk_install(host, sdk), tuple(passed)
-        install = read_install(host, OPT_ROCM)
-        if install is not None:
-            return OPT_ROCM, OPT_ROCM, install, tuple(passed)
-        installs = all_rocm_installs(host)
-        cores = [i for i in installs if _CORE_DIR.match(i.root)]
-        if cores:
-            return cores[0].root, "the newest /opt/rocm/core-X.Y", cores[0], tuple(passed)
-        if installs:
-            return (installs[0].root, "the newest ROCm install (no /opt/rocm)", installs[0],
-                    tuple(passed))
-        distro = distro_install(host)
-        if distro is not None:
-            return "/usr", "the distribution's ROCm version files", distro, tuple(passed)
-        if distro_rocm_evidence(host):
-            return "/usr", "the distribution's ROCm files", None, tuple(passed)
-        return None
-
-    return host.memo(f"rocm:root-choice:{with_python}", compute)
-
-
-def rocm_root(host: Host, with_python: bool = True) -> Optional[RocmRoot]:
-    """Where ROCm is (see the module's docstring for the order), and its install kind.
-    `with_python` asks the Python probe for a pip-installed ROCm SDK."""
-
-    def compute() -> Optional[RocmRoot]:
-        chosen = _choose_root(host, with_python)
-        if chosen is None:
-            return None
-        path, how, install, passed = chosen
-        kind = install_kind(host, install.root if install is not None else path)
-        return RocmRoot(path, how, kind, install, passed)
-
-    return host.memo(f"rocm:root:{with_python}", compute)
-
-
-def distro_rocm_evidence(host: Host) -> list[str]:
-    """Paths showing a distribution-packaged ROCm under /usr (Debian's rocminfo 5.2.3...)."""
-    return host.memo(
-        "rocm:distro_evidence",
-        lambda: sorted({p for pattern in DISTRO_ROCM_PATTERNS for p in host.glob(pattern)}),
-    )
+    return discovered(host)

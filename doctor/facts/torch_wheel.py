@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Optional
 
 from rocmdoctor.facts.nvidia_gpus import nvidia_gpus
-from rocmdoctor.facts.rocm_version import installed_rocm
+from rocmdoctor.facts.rocm_root import installed_rocm
 from rocmdoctor.host import Host
 from rocmdoctor.kb import driver_support as drivers
 from rocmdoctor.kb import torch_wheels as wheels

@@ -99,9 +99,37 @@ def wsl_advice(host: Host) -> Optional[WslAdvice]:
     return host.memo("facts:wsl", compute)
 
 
+def _rocdxg_not_in_cache(host: Host) -> Optional[str]:
+    """The installed librocdxg the loader cannot find: in /opt/rocm/lib, absent from
+    `ldconfig -p` and from LD_LIBRARY_PATH (None when found, or when ldconfig cannot tell)."""
+    installed = host.glob(kb.ROCDXG_GLOB)
+    if not installed:
+        return None
+    folder = posixpath.dirname(installed[0])
+    if folder in (host.env.get("LD_LIBRARY_PATH") or "").split(":"):
+        return None
+    cache = host.run(["ldconfig", "-p"])
+    if cache.returncode != 0 or cache.timed_out or not cache.stdout.strip():
+        return None
+    if "librocdxg.so" in cache.stdout:
+        return None
+    return installed[0]
+
+
 def _rocdxg(host: Host, release: tuple[int, ...], seen: str) -> WslAdvice:
     found = [Finding.info(f"{seen}: ROCm {_version(kb.WSL_ROCDXG_FROM)} and later reach the "
                           "GPU through librocdxg (ROCDXG), as AMD's WSL guide installs it")]
+    stale = _rocdxg_not_in_cache(host)
+    if stale is not None:
+        folder = posixpath.dirname(stale)
+        found.append(Finding.error(
+            f"{stale} is installed, but the loader's cache does not list it (`ldconfig -p`): "
+            "ldconfig was not run after the install, so the ROCm runtime cannot load it and "
+            "finds no GPU"))
+        return WslAdvice(tuple(found), Fix(
+            "Rebuild the loader's cache (needs root); without root, `export LD_LIBRARY_PATH="
+            f"{folder}:$LD_LIBRARY_PATH` lets this shell find it.", ("sudo ldconfig",),
+            needs_root=True), kb.ROCDXG_LDCONFIG)
     if release < kb.DXG_DETECTION_UNTIL and host.env.get(kb.DXG_DETECTION_VAR) != "1":
         found.append(Finding.error(f"{kb.DXG_DETECTION_VAR} is not 1: ROCm before "
                                    f"{_version(kb.DXG_DETECTION_UNTIL)} needs it to use "

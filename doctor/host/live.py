@@ -119,9 +119,13 @@ class LiveHost(Host):
         probe: Optional[ProbeFn] = None,
         environ: Optional[Mapping[str, str]] = None,
         rocm_root: Optional[str] = None,
+        python_executable: Optional[str] = None,
     ) -> None:
         super().__init__(rocm_root=rocm_root)
         self.command_timeout = command_timeout
+        # The Python that trains, when known before the probe answers (`--python`, else this
+        # interpreter): our own children start in it without waiting for the probe.
+        self._python_executable = python_executable
         self.recording = Recording()
         self._probe = probe
         self._environ = dict(os.environ if environ is None else environ)
@@ -175,10 +179,17 @@ class LiveHost(Host):
 
         return self.memo("cmd:" + key, execute)
 
+    def prefetch(self, argv: Sequence[str], timeout: Optional[float] = None) -> None:
+        """Start a command now, in the background; run() with the same argv gets its result
+        (the memo runs it once and makes later callers wait for it)."""
+        threading.Thread(target=self.run, args=(list(argv), timeout), daemon=True,
+                         name=f"prefetch:{command_key(argv)}").start()
+
     def _resolve(self, argv: Sequence[str]) -> list[str]:
         """Our own tools run in the Python that trains; their snapshot key stays the name."""
         if argv and argv[0] in (COLLECTIVES_TOOL, LIBLOAD_TOOL):
-            python = (self.python() or {}).get("executable") or sys.executable
+            python = self._python_executable or (self.python() or {}).get(
+                "executable") or sys.executable
             if argv[0] == COLLECTIVES_TOOL:
                 return [str(python), COLLECTIVES_SCRIPT, *argv[1:]]
             # the library-load child dies with rocmdoctor (PR_SET_PDEATHSIG), as the probe does

@@ -134,6 +134,19 @@ PREVIEW_DRIVERS: tuple[PreviewDrivers, ...] = (
     PreviewDrivers("7.9", ("30.10",), RN_790),  # "30.10, 30.10.1, 30.10.2"
     PreviewDrivers("7.10", ("30.20", "30.10"), RN_710),  # "30.20.0, 30.10.2, 30.10.1, 30.10.0"
 )
+# The ROCm 10.0.0 and 10.1.0 release notes ("Kernel driver and firmware bundle support") render
+# their driver table from ROCm/rocm-docs docs/data/driver-firmware-support.yaml; every stored
+# revision of it lists, for Instinct and Radeon, AMD GPU Driver 31.50.0, 31.40.1, 31.40.0,
+# 31.30.0, 31.20.0, 31.10.0, 30.30.3-30.30.0, 30.20.1, 30.20.0, 30.10.2-30.10.0. It names the
+# 31.10-31.30 previews the compatibility-matrix rows leave out.
+DRIVER_FIRMWARE_YAML = ("https://github.com/ROCm/rocm-docs/blob/"
+                        "384a5ef4fd748dbc5494171e0021a3f8171f480e/docs/data/"
+                        "driver-firmware-support.yaml")
+_NOTES_10X = ("31.50", "31.40", "31.30", "31.20", "31.10", "30.30", "30.20", "30.10")
+RELEASE_NOTE_DRIVERS: tuple[PreviewDrivers, ...] = (
+    PreviewDrivers("10.0", _NOTES_10X, DRIVER_FIRMWARE_YAML),
+    PreviewDrivers("10.1", _NOTES_10X, DRIVER_FIRMWARE_YAML),
+)
 # The 7.9-7.13 technology-preview stream ("versions 7.9 and later represent the technology
 # preview release stream", ROCm 7.9.0 notes) up to 7.14, where TheRock releases took over.
 PREVIEW_STREAM = ((7, 9), (7, 13))
@@ -200,7 +213,8 @@ class KmdVerdict:
 
 
 def newest_user_space() -> tuple[int, ...]:
-    return max(_v(u) for r in KMD_SUPPORT for u in r.user_space)
+    return max([_v(u) for r in KMD_SUPPORT for u in r.user_space]
+               + [_v(p.rocm) for p in RELEASE_NOTE_DRIVERS])
 
 
 def kmd_verdict(driver: str, user_space: str) -> KmdVerdict:
@@ -215,6 +229,12 @@ def kmd_verdict(driver: str, user_space: str) -> KmdVerdict:
         if notes is None:
             return KmdVerdict(None, "user-preview", (), AMDGPU_DOCS_MATRIX)
         return KmdVerdict(any(_v(d) == drv for d in notes.drivers), "preview-notes",
+                          notes.drivers, notes.source)
+    notes = next((p for p in RELEASE_NOTE_DRIVERS if _v(p.rocm) == usr), None)
+    if notes is not None:
+        if drv > max(_v(d) for d in notes.drivers):
+            return KmdVerdict(None, "driver-newer", (), notes.source)
+        return KmdVerdict(any(_v(d) == drv for d in notes.drivers), "release-notes",
                           notes.drivers, notes.source)
     row = kmd_row(driver)
     if row is None:

@@ -152,6 +152,16 @@ ROCM_RELEASES: tuple[RocmRelease, ...] = (
 
 
 @dataclass(frozen=True)
+class HangReport:
+    """A thread where a value reported to work hung with a given ROCm or package family."""
+
+    sdk_from: tuple[int, int]  # with the pip-installed ROCm SDK (TheRock) of this release on
+    families: tuple[str, ...]  # or with these per-family packages (pip's lower-case names)
+    note: str
+    source: str
+
+
+@dataclass(frozen=True)
 class OverrideRule:
     """An HSA_OVERRIDE_GFX_VERSION value reported for a real target, and whether it works."""
 
@@ -160,6 +170,7 @@ class OverrideRule:
     source: str
     note: str
     works: bool = True
+    hangs: tuple[HangReport, ...] = ()
 
 
 _ROCM_2353 = "https://github.com/ROCm/ROCm/issues/2353"
@@ -183,9 +194,21 @@ def _rdna2(gfx: str, source: str) -> tuple[str, tuple[OverrideRule, ...]]:
                               "runs the gfx1030 (RX 6800/6900) code on this RDNA2 GPU"),)
 
 
-def _rdna3(gfx: str, source: str, caveat: str = "") -> tuple[str, tuple[OverrideRule, ...]]:
+def _rdna3(gfx: str, source: str, caveat: str = "", hangs: tuple[HangReport, ...] = ()
+           ) -> tuple[str, tuple[OverrideRule, ...]]:
     return gfx, (OverrideRule("11.0.0", "gfx1100", source,
-                              "runs the gfx1100 (RX 7900) code on this RDNA3 GPU" + caveat),)
+                              "runs the gfx1100 (RX 7900) code on this RDNA3 GPU" + caveat,
+                              hangs=hangs),)
+
+
+# TheRock#1184 (Radeon 780M, TheRock pip rocm + torch 7.0.0rc20250803, Fedora 42): "If I try to
+# use the variable HSA_OVERRIDE_GFX_VERSION=11.0.0 then the device is recognized but using
+# pytorch ... hangs the system"; `rocm-sdk targets` there: gfx1100;gfx1101;gfx1102.
+_THEROCK_1184 = "https://github.com/ROCm/TheRock/issues/1184"
+_GFX1103_HANGS = (HangReport((7, 0), ("gfx110x-dgpu",),
+                             "with TheRock's pip-installed ROCm 7.0 (gfx110X-dgpu packages, "
+                             "which ship no gfx1103 code) it was reported to hang the system",
+                             _THEROCK_1184),)
 
 
 # gfx1100, gfx1101 and gfx1151 have the 1536-VGPR register file; the other gfx11 parts 1024.
@@ -204,7 +227,7 @@ OVERRIDE_RULES: dict[str, tuple[OverrideRule, ...]] = dict((
     _rdna2("gfx1036", LLVM_GENERIC),
     _rdna3("gfx1101", _LIKELOVEWANT_10),
     _rdna3("gfx1102", _LIKELOVEWANT_10, _FEWER_VGPRS.format(gfx="gfx1102")),
-    _rdna3("gfx1103", _ROCM_4557, _FEWER_VGPRS.format(gfx="gfx1103")),
+    _rdna3("gfx1103", _ROCM_4557, _FEWER_VGPRS.format(gfx="gfx1103"), _GFX1103_HANGS),
     ("gfx90c", (OverrideRule("9.0.0", "gfx900", _ROCBLAS_1398,
                              "runs the gfx900 (Vega 10) code on this Vega APU"),)),
     ("gfx902", (OverrideRule("9.0.0", "gfx900", _ROCM_2216,

@@ -49,6 +49,21 @@ NVRM_OSAPI = ("https://github.com/NVIDIA/open-gpu-kernel-modules/blob/595.45.04/
 AER_HOWTO = "https://docs.kernel.org/PCI/pcieaer-howto.html"
 
 DMESG_KFD = "sudo dmesg | grep -i kfd"
+MEC_FIRMWARE = "sudo grep -H MEC /sys/kernel/debug/dri/*/amdgpu_firmware_info"
+# amdgpu_device_init(): "PCIE atomic ops is not supported" when pci_enable_atomic_ops_to_root()
+# fails (have_atomics_support = false); KFD may still add the GPU (gfx9, or a GPU whose MEC
+# firmware runs without atomics), but the runtime's hostcall (device printf, asserts, device
+# malloc) needs them: "Pcie atomics not enabled, hostcall not supported" (ROCm/ROCm#2429).
+ROCM_2429 = "https://github.com/ROCm/ROCm/issues/2429"
+AMDGPU_NO_ATOMICS = (r"(?:amdgpu (?P<bdf>[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]): "
+                     r"(?:amdgpu: )?)?PCIE atomic ops is not supported")
+# kfd_device.c, kfd_device_info_init(): no_atomic_fw_version 145 (GC 10.1.x), 92 (10.3.x), 14
+# (10.3.6), 3 (10.3.7); GFX11 with RS64 firmware 509 ("PCIe atomics support acknowledgment in
+# GFX11 RS64 CPFW requires MEC version >= 509"); GFX12 2090 (amd-gfx patch "Add MEC version
+# from which alternate support for no PCIe atomics is provided ... GFX1200/GFX1201", Cc
+# stable 6.11.x). A Navi14 at "123<145" was taken once its firmware reached MEC 156.
+NAVI14_MEC = ("https://github.com/weicj/rdna1-gfx101x-rocm-llama-fix/blob/"
+              "7c13a01d4c7a15793ca2e14af33b52d9f5780a52/README.md")
 LSPCI_ATOMICS = "sudo lspci -vvv | grep -E '^[0-9a-f]|AtomicOps'"
 SB_STATE = "mokutil --sb-state"
 
@@ -57,6 +72,10 @@ SB_STATE = "mokutil --sb-state"
 # vendor:device pair, `did` a bare device id.
 KFD_ADDED = r"\badded device (?P<id>[0-9a-f]{4}:[0-9a-f]{4})\b"
 KFD_EVENTS: tuple[tuple[str, str], ...] = (
+    # "skipped device %x:%x, PCI rejects atomics %d<%d": the MEC firmware version, then
+    # no_atomic_fw_version, from which KFD takes the GPU without atomics (0: never).
+    ("atomics-firmware", r"skipped device (?P<id>[0-9a-f]{4}:[0-9a-f]{4}), PCI rejects atomics "
+                         r"(?P<mec>\d+)<(?P<need>[1-9]\d*)"),
     ("atomics", r"skipped device (?P<id>[0-9a-f]{4}:[0-9a-f]{4}), PCI rejects atomics"),
     ("not-added", r"device (?P<id>[0-9a-f]{4}:[0-9a-f]{4}) NOT added due to errors"),
     ("not-supported", r"DID (?P<did>[0-9a-f]{4}) is missing in supported_devices"),
@@ -150,20 +169,35 @@ AMD_MESSAGES: tuple[KnownMessage, ...] = (
         "amdgpu-driver", AMDGPU_KMS, commands=(DMESG_AMDGPU,), needs_root=True,
         yields_to=("amdgpu-firmware-missing", "amdgpu-psp-load-failed"), level="fail"),
     KnownMessage(
+        "kfd-atomics-mec-firmware-old", "KFD skipped a GPU: its MEC firmware is too old to run "
+        "without PCIe atomics", "kernel-log",
+        (r"skipped device \S+, PCI rejects atomics \d+<[1-9]\d*",),
+        "The path from the CPU does not pass PCIe atomics, and the GPU's MEC firmware (the "
+        "first number) is older than the version from which KFD takes this GPU without them "
+        "(the second: 145 for Navi 1x, 92 for Navi 2x, 509 for RDNA3, 2090 for RDNA4), so KFD "
+        "left it out. Newer firmware lets KFD add it in the same slot.",
+        "Install a newer linux-firmware (with AMD's amdgpu-dkms driver, amdgpu-dkms-firmware) "
+        "whose MEC firmware is at least the second number, rebuild the initramfs, which "
+        "carries a copy (update-initramfs -u on Debian/Ubuntu, dracut -f on Fedora/RHEL), and "
+        "reboot; the firmware the GPU loaded is in amdgpu_firmware_info (MEC).",
+        "pcie-atomics", NAVI14_MEC, commands=(DMESG_KFD, MEC_FIRMWARE), needs_root=True,
+        level="fail"),
+    KnownMessage(
         "kfd-pci-rejects-atomics", "KFD skipped a GPU: PCI rejects atomics", "kernel-log",
         (r"skipped device \S+, PCI rejects atomics",),
         "The GPU needs PCIe atomic operations (ROCm uses them for its queues and signals) and "
         "the path from the CPU to the card does not pass them, so KFD left the GPU out: ROCm "
         "and PyTorch cannot use it. Typical for a slot wired to the chipset rather than the "
         "CPU, an old platform, or a switch or riser without AtomicOps routing. amdkfd needs "
-        "atomics on gfx7/gfx8 (Polaris, Fiji, Tonga; not Hawaii) and on Navi 1x/2x unless "
-        "their MEC firmware is new enough; Vega (gfx9) and RDNA3 and newer do not.",
+        "atomics on gfx7/gfx8 (Polaris, Fiji, Tonga; not Hawaii), where no firmware removes "
+        "the need ('PCI rejects atomics 730<0'), and on Navi, RDNA3 and RDNA4 unless their MEC "
+        "firmware is new enough; not on Vega (gfx9).",
         "Put the card in a slot wired to the CPU (not the chipset), without a riser or PCIe "
-        "switch in between, and update the motherboard BIOS. For a Navi 1x/2x card, a newer "
-        "linux-firmware (MEC firmware 145 or newer on gfx101x, 92 on gfx103x) lets KFD add it "
-        "without atomics.",
+        "switch in between, and update the motherboard BIOS. For a Navi 1x/2x, RDNA3 or RDNA4 "
+        "card, a newer linux-firmware (MEC firmware 145 or newer on gfx101x, 92 on gfx103x, "
+        "509 on gfx11, 2090 on gfx12) lets KFD add it without atomics.",
         "pcie-atomics", KFD_DEVICE, commands=(DMESG_KFD, LSPCI_ATOMICS), needs_root=True,
-        level="fail"),
+        level="fail", unless=(r"PCI rejects atomics \d+<[1-9]",)),
     KnownMessage(
         "kfd-not-supported", "KFD does not support this GPU", "kernel-log",
         (r"kfd not supported on this ASIC", r"GC IP \S+ .*not supported in kfd",

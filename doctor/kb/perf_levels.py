@@ -18,6 +18,12 @@ AMDGPU_PM_C = "https://github.com/torvalds/linux/blob/master/drivers/gpu/drm/amd
 PERF_DETERMINISM_COMMIT = (
     "https://github.com/torvalds/linux/commit/6be6424684cb464be65d47cd4158e811f0d75368"
 )
+# GPU control tools leave a card at manual: "the pp_dpm_* and pp_power_profile_mode files ...
+# are only writable when performance level is manual" (LACT's author, LACT PR #513), so LACT and
+# CoreCtrl set it to apply their profiles; at manual a RX 7900 XT ran 40-50% slower than at
+# Automatic (LACT issue #594), and LACT 0.7.4's Manual held the power draw low (LACT #583).
+LACT_MANUAL = "https://github.com/ilya-zlobintsev/LACT/issues/594"
+LACT_WRITABLE_AT_MANUAL = "https://github.com/ilya-zlobintsev/LACT/pull/513"
 # `rocm-smi --setperflevel LEVEL` writes the same file.
 ROCM_SMI_README = "https://github.com/RadeonOpenCompute/ROC-smi/blob/roc-2.0.0/README.md"
 
@@ -27,6 +33,7 @@ class Verdict(str, enum.Enum):
     SLOW = "slow"  # clocks held low: training runs slower
     PINNED = "pinned"  # clocks held high: fine, more power at idle
     NOTE = "note"  # a deliberate setting whose speed depends on other files
+    MANUAL = "manual"  # clocks held by whatever a tool or script last wrote: often slow
 
 
 @dataclass(frozen=True)
@@ -43,7 +50,7 @@ PERF_LEVELS: tuple[PerfLevel, ...] = (
     PerfLevel("high", "clocks are forced to the highest power state", Verdict.PINNED),
     PerfLevel("manual", "the enabled clock states are set by hand in pp_dpm_sclk, "
               "pp_dpm_mclk and pp_dpm_pcie, and the heuristics in pp_power_profile_mode",
-              Verdict.NOTE),
+              Verdict.MANUAL, LACT_MANUAL),
     PerfLevel("profile_standard", "profiling mode: clock and power gating are off and the "
               "clocks are fixed at a level that varies by GPU, below peak", Verdict.NOTE),
     PerfLevel("profile_min_sclk", "profiling mode: clock and power gating are off and the "

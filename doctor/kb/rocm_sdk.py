@@ -44,6 +44,11 @@ DXG_DETECTION_VAR = "HSA_ENABLE_DXG_DETECTION"
 DXG_DETECTION_UNTIL = (7, 13, 0)
 DXG_DETECTION_SOURCE = "https://github.com/ROCm/librocdxg/issues/34"
 WSL_RUNTIME_PACKAGE = "hsa-runtime-rocr4wsl-amdgpu"  # ROCm/ROCm#4682
+# librocdxg installed under /opt/rocm/lib, but "the `ldconfig` cache not being refreshed after
+# installation, so the loader can't find the newly installed libraries" (AMD in
+# ROCm/librocdxg#46, fixed by #47); workaround LD_LIBRARY_PATH=/opt/rocm/lib.
+ROCDXG_GLOB = "/opt/rocm/lib/librocdxg.so*"
+ROCDXG_LDCONFIG = "https://github.com/ROCm/librocdxg/issues/46"
 
 _FAMILY = re.compile(r"^(gfx[0-9a-fx]+)(?:-[a-z]+)?$")
 
@@ -63,6 +68,9 @@ def family_covers(family: str, target: str) -> bool:
     return re.fullmatch(pattern, target.lower()) is not None
 
 
-def family_for(target: str) -> Optional[str]:
-    """The known per-family index that holds a target, or None."""
-    return next((f for f in FAMILIES if family_covers(f, target)), None)
+def family_for(target: str, exclude: tuple[str, ...] | list[str] = ()) -> Optional[str]:
+    """The known per-family index that holds a target, or None; `exclude`: families already
+    installed that, as their recorded targets show, do not."""
+    skip = {normalize(f) for f in exclude}
+    return next((f for f in FAMILIES if family_covers(f, target) and normalize(f) not in skip),
+                None)

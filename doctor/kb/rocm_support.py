@@ -257,6 +257,35 @@ def newest_release() -> str:
     return max((v for r in RELEASES for v in r.versions), key=version_key)
 
 
+def oldest_release() -> str:
+    return min((v for r in RELEASES for v in r.versions), key=version_key)
+
+
+def older_than_known(rocm_version: str) -> bool:
+    """A ROCm release older than every release these tables list."""
+    return version_key(rocm_version) < version_key(oldest_release())
+
+
+def ever_listed(distro: str, os_version: str) -> bool:
+    """Whether any ROCm release these tables list supports this distribution release."""
+    return any(matching_systems(r, distro, os_version) for r in RELEASES)
+
+
+_UBUNTU_LTS = re.compile(r"^\d{1,3}[02468]\.04(?:\.\d+)?$")
+
+
+def never_listed_text(distro: str, os_version: str, pretty: str) -> Optional[str]:
+    """Why a distribution release AMD lists the family of is in no OS list these tables hold:
+    a non-LTS Ubuntu (every column lists Ubuntu LTS point releases only), else simply none."""
+    if distro not in DISTRO_NAMES or ever_listed(distro, os_version):
+        return None
+    known = f"{oldest_release()} to {newest_release()}"
+    if distro == "ubuntu" and not _UBUNTU_LTS.match(os_version):
+        return (f"{pretty} is not an LTS release: no ROCm release this rocmdoctor knows "
+                f"({known}) lists it; AMD lists Ubuntu LTS releases only")
+    return f"{pretty} is in no OS list of the ROCm releases this rocmdoctor knows ({known})"
+
+
 def newer_than_known(rocm_version: str) -> bool:
     """A ROCm release newer than every release these tables list."""
     return version_key(rocm_version) > version_key(newest_release())

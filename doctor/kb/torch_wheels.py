@@ -39,6 +39,14 @@ ROCM_MATRIX_HISTORICAL = (
 # that read them from this module.
 KMD_MATRIX = AMDGPU_DOCS_MATRIX
 WHEEL_BUNDLES_ROCM = "https://github.com/pytorch/pytorch/blob/main/.ci/manywheel/build_rocm.sh"
+# AMD on a wheel that carries ROCm 6.0.0 beside a system ROCm 6.0.1: "you don't need to install
+# ROCm 6.0.1 on your machine ... don't install ROCm yourself and let the wheel install ROCm for
+# you" (hongxiayang).
+WHEEL_NEEDS_NO_SYSTEM_ROCM = "https://github.com/pytorch/pytorch/issues/118457"
+# "if LD_LIBRARY_PATH is set in the environment to point to the ROCm installation, it will
+# override the RUNPATH setting for the PyTorch libraries (eg. libtorch_hip.so) in the wheel
+# package, thus potentially linking to incompatible libraries" (jithunnair-amd).
+LD_LIBRARY_PATH_OVER_RUNPATH = "https://github.com/pytorch/builder/pull/1468"
 MANYWHEEL_BUILD = "https://github.com/pytorch/pytorch/blob/main/.ci/docker/manywheel/build.sh"
 INDEX_BASE = "https://download.pytorch.org/whl/"
 
