@@ -818,8 +818,10 @@ class Tuner:
             return value
 
         def time_for_round(keys: int) -> bool:
+            """Another round past the minimum, while it fits in the budget itself (the slack
+            past it is for the minimum rounds)."""
             typical = self._typical_wall()
-            return self.hard_left() >= sum(self._rerun_s(t, typical) for t in [base, *picked]
+            return self.time_left() >= sum(self._rerun_s(t, typical) for t in [base, *picked]
                                            if t is not None) and streak.broken() is None
 
         # runs of an earlier tune that did not measure are measured again
