@@ -30,10 +30,11 @@ rocmdoctor.__version__, 'optuna', optuna.__version__, 'typer', typer.__version__
 checks)
   n=${1:-3}
   for i in $(seq "$n"); do
-    s=$(date +%s.%N); python3 -m rocmdoctor check > "$OUT/check-$i.txt" 2>&1; rc=$?
-    c=$(echo "$(date +%s.%N) - $s" | bc)
-    s=$(date +%s.%N); python3 -c "import torch; torch.cuda.is_available()"; t=$(echo "$(date +%s.%N) - $s" | bc)
-    echo "run $i: check exit $rc in $c s; import torch in $t s" | tee -a "$OUT/check-vs-torch.txt"
+    s=$(date +%s%N); python3 -m rocmdoctor check > "$OUT/check-$i.txt" 2>&1; rc=$?
+    c=$(( ($(date +%s%N) - s) / 1000000 ))
+    s=$(date +%s%N); python3 -c "import torch; torch.cuda.is_available()"
+    t=$(( ($(date +%s%N) - s) / 1000000 ))
+    echo "run $i: check exit $rc in $c ms; import torch in $t ms" | tee -a "$OUT/check-vs-torch.txt"
   done ;;
 witness-start)
   stat -c 'folder %n inode %i' "$PWD" | tee /tmp/witness.txt

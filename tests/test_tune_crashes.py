@@ -214,3 +214,17 @@ def test_a_quiet_phase_is_reported_every_few_seconds() -> None:
     assert beats[0].startswith("      ... trial 3: warm-up step 1 (torch.compile compiles now) (")
     assert beats[-1].startswith("      ... trial 3: warm-up step 2 of 10 (")
     assert all(b.endswith(" s in)") for b in beats)
+
+
+def test_the_phase_of_a_child_in_words() -> None:
+    from rocmdoctor.cli.tune import phase_text
+
+    assert phase_text({"event": None}) == "starting (importing torch)"
+    assert phase_text({"event": "start", "compile": False}) == "warm-up step 1"
+    assert phase_text({"event": "warmup", "step": 3, "of": 10}) == "warm-up step 4 of 10"
+    # the H200 printed "warm-up step 38 of 10" while its clocks settled
+    assert phase_text({"event": "warmup", "step": 37, "of": 10}) == (
+        "warm-up step 38 (past the 10 asked for, until the clocks settle)")
+    assert phase_text({"event": "window", "index": 0, "of": 5}) == "measuring window 2 of 5"
+    assert phase_text({"event": "window", "index": 4, "of": 5}) == "finishing (the result)"
+    assert phase_text({"event": "result"}) is None  # changes nothing: it said "starting" there

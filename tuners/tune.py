@@ -175,7 +175,9 @@ class Tuner:
 
     def _phases(self, who: str) -> Callable[[dict[str, Any]], None]:
         """The worker's own events as progress: a long quiet phase (torch's import, a compile,
-        a MIOpen find) is then reported while it lasts."""
+        a MIOpen find) is then reported while it lasts. Says at once that `who` starts."""
+        self.emit("phase", {"who": who, "event": None})
+
         def forward(event: dict[str, Any]) -> None:
             self.emit("phase", {"who": who, "event": event.get("event"),
                                 "step": event.get("step"), "of": event.get("of"),

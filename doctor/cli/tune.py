@@ -79,18 +79,24 @@ def _clock(seconds: Optional[float]) -> str:
 HEARTBEAT_S = 5.0  # a quiet phase (torch's import, a compile) is reported this often
 
 
-def phase_text(data: dict[str, Any]) -> str:
-    """What a benchmark child is doing, from its last event ("phase" events of the tune)."""
+def phase_text(data: dict[str, Any]) -> Optional[str]:
+    """What a benchmark child is doing, from its last event ("phase" events of the tune; an
+    event None: it is starting); None for an event that changes nothing."""
     event, step, of = data.get("event"), data.get("step"), data.get("of")
+    if event is None:
+        return "starting (importing torch)"
     if event == "start":
         return "warm-up step 1" + (" (torch.compile compiles now)" if data.get("compile") else "")
     if event == "warmup":
-        return f"warm-up step {int(step or 0) + 1}" + (f" of {of}" if of else "")
+        now = int(step or 0) + 1
+        if of and now > int(of):  # a GPU warms up past the count until its clocks settle
+            return f"warm-up step {now} (past the {of} asked for, until the clocks settle)"
+        return f"warm-up step {now}" + (f" of {of}" if of else "")
     if event == "window":
         index = int(data.get("index") or 0) + 2
         return f"measuring window {index} of {of}" if of and index <= int(of) else \
             "finishing (the result)"
-    return "starting (importing torch)"
+    return None
 
 
 class Progress:
@@ -102,7 +108,10 @@ class Progress:
         import threading
         import time
 
+        from rocmdoctor.host.live import account_redactor
+
         self.stream = stream
+        self.redact = account_redactor()  # progress is shared in logs too: no names, no home
         self.unit = "samples"
         self.verbose = verbose
         self.heartbeat_s = heartbeat_s
@@ -125,7 +134,7 @@ class Progress:
     def _say(self, text: str) -> None:
         with self._lock:
             try:
-                self.stream.write(text + "\n")
+                self.stream.write(self.redact(text) + "\n")
                 self.stream.flush()
             except (OSError, ValueError):  # a closed stderr: go on without progress
                 pass
@@ -148,7 +157,9 @@ class Progress:
 
     def __call__(self, kind: str, data: dict[str, Any]) -> None:
         if kind == "phase":
-            self._enter(data["who"], phase_text(data))
+            what = phase_text(data)
+            if what is not None:
+                self._enter(data["who"], what)
             return
         self._event(kind, data)
 
@@ -170,6 +181,7 @@ class Progress:
             self._say(f"tune: finding the largest batch that fits, from {data['from']} up to "
                       f"{data['limit']} (short runs in child processes)")
         elif kind == "batch-probe":
+            self._enter(None)
             self._say(f"      batch {data['batch']}: {data['state']} ({data['wall_s']:.0f} s); "
                       f"{_clock(data['time_left'])}")
         elif kind == "batch-sizes":
@@ -361,7 +373,9 @@ def tune_command(
         with Progress(sys.stderr, verbose=verbose) as progress:
             result = run_tune(options, os.environ, progress)
     except TuneError as exc:
-        raise _fail(str(exc)) from None
+        from rocmdoctor.host.live import account_redactor
+
+        raise _fail(account_redactor()(str(exc))) from None
     except KeyboardInterrupt:
         # the trials are recorded by now; a second signal must not turn the exit code into a
         # different one halfway through this message
