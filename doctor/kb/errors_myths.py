@@ -51,7 +51,7 @@ MYTH_MESSAGES: tuple[KnownMessage, ...] = (
         "Reinstall torch and its companion packages together from one wheel index at paired "
         "versions, and rebuild extensions compiled from source against the installed torch.",
         "torchvision-match", TORCH_23585, commands=("pip list | grep -i torch",),
-        context="torchvision", threads=6),
+        context="torchvision", yields_to=("bitsandbytes-rocm-library-broken",), threads=6),
     KnownMessage(
         "glibcxx-not-found", "libstdc++.so.6: version `GLIBCXX_3.4.x' not found", "error",
         (r"libstdc\+\+\.so\.6: version .?(?:GLIBCXX|CXXABI)_[\d.]+.? not found",),
