@@ -113,8 +113,8 @@ _MACOS = re.compile(r"\bmacOS\b|\bdarwin\b|/Users/\w+/|\bApple M\d", _I)
 
 _FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+), in (\S+)')
 _PACKAGE = re.compile(r"[/\\](?:site|dist)-packages[/\\]([A-Za-z_][\w]*)")
-_AMD_GPU = re.compile(r"\bRadeon\b|\bAMD (?:graphics|gpu|card)|\bInstinct\b|\bMI\d{2,3}X?\b|\bVega\b|\bEllesmere\b|"
-                      r"\bPolaris\b|\bNavi\b|\bgfx\d|\bamdgpu\b|\bROCm\b|\bHIP\b|Strix|Phoenix",
+_AMD_GPU = re.compile(r"\bRadeon\b|\bAMD (?:graphics|gpu|card)|\bInstinct\b|\bMI\d{2,3}X?\b|"
+                      r"\bVega\b|\bEllesmere\b|\bPolaris\b|\bNavi\b|\bgfx\d|\bamdgpu\b|\bROCm\b|\bHIP\b|Strix|Phoenix",
                       _I)
 _NVIDIA_GPU = re.compile(r"\bGeForce\b|\bQuadro\b|\bTesla [KPVTAM]\d|\bNVIDIA\b|\bRTX ?\d|\bGTX\b|"
                          r"\bTITAN\b|\bH100\b|\bA100\b|\bV100\b|\bGB10\b", _I)

@@ -16,8 +16,8 @@ from typing import Optional
 
 KEEP_CHARS = 2_000_000
 KEEP_LINES = 40_000
-HEAD_LINES = 2_000
-TAIL_LINES = 5_000
+HEAD_LINES = 200
+TAIL_LINES = 1_000
 MIDDLE_CAP = 20_000  # lines kept from the middle at most
 LINE_CHARS = 20_000  # a longer line is read up to here
 BEFORE, AFTER = 1, 2
@@ -30,7 +30,7 @@ SIGNAL = re.compile(
     r"not compiled|out of memory|\boom\b|assert|undefined|missing|hip|cuda|rocm|gfx|sm_\d|"
     r"hsa|kfd|amdgpu|nvrm|xid|nccl|rccl|miopen|rocblas|blas|triton|bitsandbytes|tensile|"
     r"capability|override|visible_devices|\bpcie|\baer\b|\bpsp\b|firmware|libtinfo|file \"|"
-    r"dmesg|kernel:|driver|too old|no kernel image|code object|tinfo|module|export ",
+    r"dmesg|kernel:|driver|too old|no kernel image|code object|tinfo|module|export |atomic",
     re.IGNORECASE)
 
 
@@ -91,7 +91,10 @@ def lines_of(chunks: Iterable[str]) -> Iterator[str]:
 def read_text(text: str) -> Paste:
     if len(text) <= KEEP_CHARS and text.count("\n") < KEEP_LINES:
         return Paste(text)
-    return read_lines(iter(text.split("\n")), len(text))
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return read_lines(iter(lines), len(text))
 
 
 def read_chunks(chunks: Iterable[str]) -> Paste:

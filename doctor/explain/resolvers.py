@@ -315,5 +315,5 @@ RESOLVERS: dict[str, Callable[[KnownMessage, Situation, Context], None]] = {
     "bitsandbytes": stack._bitsandbytes, "deepspeed": stack._deepspeed,
     "libtinfo": stack._libtinfo, "std_headers": stack._std_headers,
     "forward_compat": stack._forward_compat, "psp_ring": stack._psp_ring,
-    "pcie_link": stack._pcie_link,
+    "pcie_link": stack._pcie_link, "libcuda": stack._libcuda,
 }

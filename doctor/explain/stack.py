@@ -143,6 +143,14 @@ def _forward_compat(entry: KnownMessage, s: Situation, ctx: Context) -> None:
                              f"{row.min_driver} or newer.")
 
 
+def _libcuda(entry: KnownMessage, s: Situation, ctx: Context) -> None:
+    from rocmdoctor.explain.paste import is_nvidia_paste
+
+    if not is_nvidia_paste(s.facts) and not s._host_signals("nvidia"):
+        ctx.doubts.append("the text shows no NVIDIA GPU, driver or CUDA build; on a ROCm "
+                          "machine a package built for CUDA (a CUDA triton) asks for libcuda")
+
+
 def _psp_ring(entry: KnownMessage, s: Situation, ctx: Context) -> None:
     if re.search(r"PSP is resuming|GPU reset\(\d+\) failed|resume of IP block <psp>", s.text):
         ctx.notes.append("This happened during a GPU reset: the reset failed; a full power "

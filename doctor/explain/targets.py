@@ -25,6 +25,7 @@ THEROCK_INDEX = "https://stable.repo.amd.com/rocm/whl-next/"
 THEROCK_TEXT = re.compile(r"_rocm_sdk|rocm-sdk|rocm_sdk|device-gfx|device wheel|whl-multi-arch|"
                           r"whl-next|"
                           r"\+rocm1\d\.|rocm\.nightlies|therock", re.IGNORECASE)
+TORCH_TEXT = re.compile(r"\btorch\b|PyTorch|TORCH_|\bcomfy|site-packages[/\\]torch", re.IGNORECASE)
 DISCRETE = re.compile(r"\bRX ?\d{4}|\bW\d{4}\b|\bMI\d{2,3}|\bRadeon VII\b|\bVega (?:56|64)\b",
                       re.IGNORECASE)
 
@@ -58,11 +59,17 @@ def windows_note() -> str:
 
 
 def gpu_gfx(s: Situation) -> list[tuple[str, int]]:
-    """The GPU targets the text names as the GPU's (not a build list), with their lines."""
+    """The GPU targets the text names as the GPU's (not a build list), with their lines; else
+    the one target a program compiled for with --offload-arch (tools that build for the GPU
+    they find, such as llamafile, name it there)."""
     seen: dict[str, int] = {}
     for fact in s.facts.all("gfx"):
         seen.setdefault(fact.value, fact.line)
-    return list(seen.items())
+    if seen:
+        return list(seen.items())
+    built = {f.value: f.line for f in s.facts.all("gfx", role="build")
+             if "offload-arch=" in f.text}
+    return list(built.items()) if len(built) == 1 else []
 
 
 def newest_wheel(gfx: str) -> Optional[tuple[str, str]]:
@@ -104,9 +111,12 @@ def paste_targets(entry: KnownMessage, s: Situation, ctx: Context) -> None:
                 ctx.notes.append(f"The error was raised inside {frame.package} (line "
                                  f"{frame.at}): that package's build is the one to check.")
             wheel = newest_wheel(gfx)
-            if wheel is not None:
+            if wheel is not None and TORCH_TEXT.search(s.text):
                 ctx.commands.append(f"pip install --force-reinstall torch torchvision "
                                     f"--index-url {WHL}rocm{wheel[0]}")
+            elif wheel is not None:
+                ctx.notes.append(f"The text does not show torch: the program that raised it "
+                                 f"needs a build with {gfx} code.")
             continue
         ctx.notes.append(never_note(gfx))
         rule = kb_gfx.override_for(gfx)

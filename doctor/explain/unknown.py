@@ -35,7 +35,10 @@ class NotKnown:
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _PATH = re.compile(r"(?:[A-Za-z]:)?(?:[\\/][\w.@+~*-]+){2,}[\\/]?|[A-Za-z]:\\[^\s'\"]*")
-_FILE = re.compile(r"\b[\w.-]+\.(?:py|cpp|cc|cu|c|h|hpp|so|dll|dat|hip)(?::\d+)*\b")
+_FILE = re.compile(r"\b[\w.-]+\.(?:py|cpp|cc|cu|c|h|hpp|dat|hip)(?::\d+)*\b")
+_LOG_FIELDS = re.compile(r"\b(?:us|pid|tid)\b:?")
+_LEVEL = re.compile(r"^(?:(?:ERROR|WARNING|WARN|INFO|DEBUG|CRITICAL|FATAL|TRACE)\b[\s:]*)+"
+                    r"(?:[A-Z][A-Z_]+\s*:\s*)?")
 _HEX = re.compile(r"\b0x[0-9a-fA-F]+\b")
 _TARGET = re.compile(r"\b(?:gfx[0-9a-f]+|sm_\d+)\S*", re.IGNORECASE)
 _NUMBER = re.compile(r"(?<![A-Za-z])[+-]?\d[\w.:/+-]*")
@@ -46,11 +49,13 @@ _PUNCT = re.compile(r"[\[\]{}()|<>=\"`]+")
 def search_text(line: str) -> str:
     """The distinctive words of an error line: no paths, files, addresses, targets, numbers."""
     text = _ANSI.sub("", line)
-    for pattern in (_PATH, _FILE, _HEX, _TARGET, _NUMBER, _PUNCT):
+    for pattern in (_PATH, _FILE, _HEX, _TARGET, _NUMBER, _LOG_FIELDS, _PUNCT):
         text = pattern.sub(" ", text)
-    text = _LABEL.sub("", " ".join(text.split()).strip(" :;,.'-"))
+    text = " ".join(text.split()).strip(" :;,.'-")
+    text = _LEVEL.sub("", _LABEL.sub("", text)).strip(" :;,.'-")
+    text = _LABEL.sub("", text)
     words = text.split()
-    return " ".join(words[:12]).strip(" :;,.'-")
+    return " ".join(words[:14]).strip(" :;,.'-")
 
 
 def _facts(facts: PasteFacts) -> tuple[list[str], list[str]]:
@@ -95,8 +100,11 @@ def _facts(facts: PasteFacts) -> tuple[list[str], list[str]]:
 
 
 def not_known(line: str, line_number: int, facts: PasteFacts) -> NotKnown:
+    from rocmdoctor.explain.secrets import redact
+
     said, checks = _facts(facts)
-    query = search_text(line) or line.strip()[:80]
+    said = [redact(f) for f in said]
+    query = redact(search_text(line) or line.strip()[:80])
     quoted = f'"{query}"'
     names: list[str] = []
     for app in facts.values("app"):

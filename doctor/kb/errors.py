@@ -69,6 +69,12 @@ GPU_ERROR_SHAPES: tuple[str, ...] = (
     r"/dev/kfd", r"\bROCk module\b", r"\bNVIDIA driver\b", r"\bNVML\b",
     r"\b(?:CUDA|HIP|GPU) out of memory", r"\bROCm\b[^\n]*(?:error|fail)",
     r"\bAcceleratorError\b",
+    # A GPU target or a GPU library named with a refusal: the library's own words.
+    r"\bgfx[0-9a-f]{3,4}\b[^\n]*\b(?:not supported|unsupported|invalid)\b",
+    r"(?i:flash[-_ ]?attn|flash[-_ ]?attention|xformers|bitsandbytes|triton)[^\n]*"
+    r"(?i:error|failed|not supported|only supports|can't|cannot)",
+    r"\bonly supports [^\n]*\bGPUs?\b", r"can't load C\+\+/CUDA extensions",
+    r"\blib\w*(?:cuda|hip|rocm|nccl|rccl|cudnn|cublas|amdhip)\w*\.so[.\d]*: cannot open",
 )
 
 # Entries whose cause is a family of causes (a kernel bug, a collective that failed, an

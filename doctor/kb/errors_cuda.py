@@ -53,7 +53,8 @@ CUDA_BUILD_MESSAGES: tuple[KnownMessage, ...] = (
         "warning is spurious when the major versions match (spark-vllm-docker issue 15: "
         "'you can safely ignore it').",
         "Nothing to fix: ignore the warning when the GPU's major version matches the build's "
-        "newest; a newer major version needs a torch built for it.", "torch-arch-support", SPARK_VLLM_15,
+        "newest; a newer major version needs a torch built for it.", "torch-arch-support",
+        SPARK_VLLM_15,
         commands=(ARCH_LIST,), requires=("capability_above_build",), context="old_gpu",
         yields_to=("*",), threads=1),
     KnownMessage(

@@ -76,7 +76,8 @@ LIBRARY_MESSAGES: tuple[KnownMessage, ...] = (
         "Make torch load MIOpen and comgr from one ROCm (remove other ROCm lib folders from "
         "LD_LIBRARY_PATH, or reinstall the wheel); the MIOPEN_LOG_LEVEL=6 log names the "
         "files.", "torch-rocm-match", MIOPEN_DEBUG,
-        commands=("echo $LD_LIBRARY_PATH", TORCH_BUILD), yields_to=("hip-std-headers-missing",),
+        commands=("echo $LD_LIBRARY_PATH", TORCH_BUILD),
+        yields_to=("hip-std-headers-missing", "miopen-hiprtc-compile"),
         library="MIOpen", threads=1),
     KnownMessage(
         "miopen-error", "MIOpen error", "error",
@@ -110,8 +111,9 @@ LIBRARY_MESSAGES: tuple[KnownMessage, ...] = (
         "rocBLAS has no kernels for this GPU: the list of available Tensile files lacks its "
         "gfx target (gfx1201 with a ROCm older than its support, gfx1103 in libraries built "
         "for another HIP SDK), or rocBLAS looks in a folder that does not hold them.",
-        "Use a ROCm (or torch wheel) whose rocBLAS ships the target, or one of the same "
-        "family through HSA_OVERRIDE_GFX_VERSION; point ROCBLAS_TENSILE_LIBPATH at the "
+        "Use a ROCm, torch wheel or application build whose rocBLAS ships the GPU's target; "
+        "only a target no ROCm release ships can run the kernels of another of its family "
+        "through HSA_OVERRIDE_GFX_VERSION (on Linux). Point ROCBLAS_TENSILE_LIBPATH at the "
         "folder that holds the files when the layout differs.",
         "torch-arch-support", MIGRAPHX_3517,
         commands=(GFX_OF_GPU, "ls /opt/rocm/lib/rocblas/library/ | grep -o 'gfx[0-9a-f]*' "
@@ -145,5 +147,6 @@ LIBRARY_MESSAGES: tuple[KnownMessage, ...] = (
         "(or rocBLAS to not use hipBLASLt), and log the failing call to report it.",
         "torch-rocm-match", HIPBLASLT_1205,
         commands=("export TORCH_BLAS_PREFER_HIPBLASLT=0", "export ROCBLAS_USE_HIPBLASLT=0",
-                  "HIPBLASLT_LOG_LEVEL=2 python <your script>"), threads=5),
+                  "HIPBLASLT_LOG_LEVEL=2 python <your script>"),
+        yields_to=("hipblaslt-tensile-missing",), threads=5),
 )

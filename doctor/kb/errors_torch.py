@@ -294,7 +294,7 @@ TORCH_MESSAGES: tuple[KnownMessage, ...] = (
                 "environment's lib folder).",
         wsl_commands=("export LD_LIBRARY_PATH=/usr/lib/wsl/lib:$LD_LIBRARY_PATH",
                       "ls -l /usr/lib/wsl/lib/libcuda*"), yields_to=("triton-cuda-on-rocm",),
-        threads=11),
+        context="libcuda", threads=11),
     KnownMessage(
         "libcudnn-missing", "Could not load library libcudnn", "error",
         (r"Could not load library libcudnn_\w+\.so",),
