@@ -66,11 +66,11 @@ def outcome(c: Case, result: Diagnosis) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--split", choices=("train", "test", "novel"),
+    parser.add_argument("--split", choices=("train", "test", "novel", "fresh"),
                         help="only the texts of one split of the newest collection")
     parser.add_argument("--heldout", action="store_true", help="only the older held-out texts")
     parser.add_argument("--in-sample", action="store_true", help="only the texts the "
-                        "catalogue was built with (no held-out, test or novel split)")
+                        "catalogue was built with (no held-out, test, novel or fresh split)")
     parser.add_argument("--no-host", action="store_true", help="replay the text alone")
     parser.add_argument("-v", "--verbose", action="store_true", help="list every text not right")
     args = parser.parse_args()
@@ -78,7 +78,7 @@ def main() -> int:
               if (args.split is None or split_of(c) == args.split)
               and (not args.heldout or heldout(c))
               and (not args.in_sample or (not heldout(c)
-                                          and split_of(c) not in ("test", "novel")))]
+                                          and split_of(c) not in ("test", "novel", "fresh")))]
     counts = dict.fromkeys(OUTCOMES, 0)
     tp = fn = fp = 0
     misses = []
