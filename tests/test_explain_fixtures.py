@@ -97,9 +97,8 @@ def test_fixture_gets_the_expected_answer(c: Case) -> None:
 def test_text_alone_tells_gpu_errors_from_unrelated_ones(c: Case) -> None:
     result = diagnose(fixture_text("errors/" + c.name))
     if c.gpu_related and split_of(c) in MEASURED:
-        # measured, not tuned: calling one not-gpu is a miss the score counts, not a failure
-        assert result.verdict in (RECOGNIZED, UNKNOWN_GPU, NOT_GPU)
-    elif c.gpu_related:
+        pytest.skip("measured, never tuned on: scripts/explain_score.py --split fresh counts it")
+    if c.gpu_related:
         assert result.verdict in (RECOGNIZED, UNKNOWN_GPU)
     else:
         assert (result.verdict, result.explanations) == (NOT_GPU, [])
