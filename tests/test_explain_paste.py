@@ -113,3 +113,12 @@ def test_any_text_gives_facts_and_never_raises(text: str) -> None:
     assert isinstance(facts, PasteFacts)
     lines = len(text.splitlines())
     assert all(1 <= f.line <= max(lines, 1) for f in facts.facts)
+
+
+def test_a_windows_game_in_a_linux_kernel_log_is_linux() -> None:
+    facts = facts_of("amdgpu-mes-hang--steam-machine-navi33-mode1-reset.txt")
+    assert "WoWClassic.exe" in fixture_text(
+        "errors/amdgpu-mes-hang--steam-machine-navi33-mode1-reset.txt")
+    assert facts.os == "linux"
+    assert read_facts("Loaded C:\\Games\\app.exe").os == "windows"
+    assert read_facts("crash in game.exe").os == "windows"  # nothing says Linux

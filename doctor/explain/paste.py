@@ -101,14 +101,19 @@ _DRIVER = (
 )
 _DRIVER_CUDA = re.compile(r"CUDA Version:\s*(\d+\.\d)", _I)
 
-_WINDOWS = re.compile(r"(?<![\w/])[A-Za-z]:\\|\\site-packages\\|\\AppData\\|\w\.dll\b|\.exe\b|"
+# Strong signs of Windows (drive letters, Windows paths); a .exe or .dll alone is weak: a Linux
+# log shows them too (a Windows game under Wine or Proton in a kernel log).
+_WINDOWS_WEAK = re.compile(r"\w\.dll\b|\w\.exe\b", _I)
+_WINDOWS = re.compile(r"(?<![\w/])[A-Za-z]:\\|\\site-packages\\|\\AppData\\|[/\\]\w+\.dll\b|"
                       r"\bwin_amd64\b|\bWindows (?:1[01]|fatal exception|Subsystem)|"
                       r"\bPS [A-Z]:\\|Program Files|%ProgramFiles%|\bpowershell\b|\bWinError\b", _I)
 _WINDOWS_WORD = re.compile(r"\bWindows\b(?! Subsystem)|\bwin32\b")
 _WSL = re.compile(r"microsoft-standard-WSL|/usr/lib/wsl/|\bWSL ?2?\b|/dev/dxg|/mnt/[a-z]/", _I)
 _LINUX = re.compile(r"(?<![\w\\])/(?:home|usr|opt|root|var|tmp|etc|dev|proc|sys|lib)/|"
                     r"\bUbuntu\b|\bDebian\b|\bFedora\b|\bRHEL\b|\bCentOS\b|\bArch ?Linux\b|"
-                    r"\bNixOS\b|\bLinux\b|linux-gnu|manylinux|\bdmesg\b|\bkernel: ", _I)
+                    r"\bNixOS\b|\bLinux\b|linux-gnu|manylinux|\bdmesg\b|\bkernel: |"
+                    # kernel driver lines: only Linux has them (no dmesg on Windows)
+                    r"\bamdgpu [0-9a-f]{4}:|\[drm[:\]]|\bpcieport\b|\bNVRM: |\bkfd kfd\b", _I)
 _MACOS = re.compile(r"\bmacOS\b|\bdarwin\b|/Users/\w+/|\bApple M\d", _I)
 
 _FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+), in (\S+)')
@@ -251,12 +256,17 @@ def _read(text: str) -> PasteFacts:
         if _NVIDIA_GPU.search(line):
             out.add("nvidia_gpu", "yes")
         for name, pattern in (("wsl", _WSL), ("windows", _WINDOWS), ("windows", _WINDOWS_WORD),
-                              ("macos", _MACOS), ("linux", _LINUX)):
+                              ("windows-weak", _WINDOWS_WEAK), ("macos", _MACOS),
+                              ("linux", _LINUX)):
             if name not in os_found and pattern.search(line):
                 os_found[name] = Fact("os", name, number, out.shown)
-    # WSL is Linux run from Windows (its paths include /mnt/c/...): it wins over both.
+    # WSL is Linux run from Windows (its paths include /mnt/c/...): it wins over both. A lone
+    # .exe or .dll counts for Windows only where nothing says Linux.
     facts = out.facts
-    for name in ("wsl", "windows", "macos", "linux"):
+    if "windows-weak" in os_found:
+        weak = os_found.pop("windows-weak")
+        os_found.setdefault("windows-only-weak", Fact("os", "windows", weak.line, weak.text))
+    for name in ("wsl", "windows", "macos", "linux", "windows-only-weak"):
         if name in os_found:
             facts.insert(0, os_found[name])
             break
