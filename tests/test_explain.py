@@ -32,12 +32,13 @@ CAPTURED = Path(__file__).parent / "fixtures" / "captured"
 def expect(key: str, matched: str, notes: tuple[str, ...] = (),
            commands: Optional[tuple[str, ...]] = None,
            needs_root: Optional[bool] = None, line: int = 1,
-           confidence: str = "likely") -> Explanation:
+           confidence: str = "likely", fix: Optional[str] = None) -> Explanation:
     e = ENTRY[key]
     cmds = e.commands if commands is None else commands
     root = e.needs_root if needs_root is None else needs_root
     return Explanation(e.key, e.title, e.kind, matched, e.cause,
-                       Fix(e.fix, cmds, root, e.needs_relogin), e.check, e.source, notes,
+                       Fix(e.fix if fix is None else fix, cmds, root, e.needs_relogin),
+                       e.check, e.source, notes,
                        confidence=confidence, line=line)
 
 
@@ -152,6 +153,9 @@ NO_TARGET = ("Possible: the text names no GPU target (gfx); `rocminfo | grep -m1
              "which it is.")
 GFX1100_NATIVE = ("gfx1100 is a target ROCm supports natively (ROCm 6.0.0 and later list it): it "
                   "needs no HSA_OVERRIDE_GFX_VERSION; the library in use was built without it.")
+# ...and the fix names no override either: the build of the program that raised it is the fix.
+GFX1100_FIX = ("Install a release of the program that raised it built with gfx1100 code; no "
+               "HSA_OVERRIDE_GFX_VERSION (ROCm supports gfx1100 itself).")
 
 
 def test_invalid_device_function_without_a_machine() -> None:
@@ -168,7 +172,7 @@ def test_no_binary_for_gpu_names_the_missing_target() -> None:
         "no-binary-for-gpu", NO_BINARY.splitlines()[0],
         ("The runtime found no code for gfx1100; the library carries code for gfx906.",
          GFX1100_NATIVE, "The text does not show torch: the program that raised it needs a "
-         "build with gfx1100 code."))]
+         "build with gfx1100 code."), fix=GFX1100_FIX)]
 
 
 def test_fragmented_out_of_memory_without_a_machine() -> None:
@@ -371,7 +375,7 @@ def test_a_broken_machine_fact_falls_back_to_the_generic_answer() -> None:
         "no-binary-for-gpu", NO_BINARY.splitlines()[0],
         ("The runtime found no code for gfx1100; the library carries code for gfx906.",
          GFX1100_NATIVE, "The text does not show torch: the program that raised it needs a "
-         "build with gfx1100 code."))]
+         "build with gfx1100 code."), fix=GFX1100_FIX)]
 
 
 # --- the command line -----------------------------------------------------------------------

@@ -125,7 +125,9 @@ def test_no_code_object_for_an_unsupported_target_and_for_a_native_one() -> None
          "HSA_OVERRIDE_GFX_VERSION=10.3.0 runs the gfx1030 (RX 6800/6900) code on this RDNA2 "
          "GPU; torch must carry gfx1030 code for it to help."))
     assert only(NO_BINARY.replace("gfx1032", "gfx1100")) == (
-        "no-binary-for-gpu", "likely", "host", gpu_code.fix,
+        "no-binary-for-gpu", "likely", "host",
+        "Install a release of torch built with gfx1100 code; no HSA_OVERRIDE_GFX_VERSION "
+        "(ROCm supports gfx1100 itself).",
         ("pip install --force-reinstall torch torchvision --index-url "
          "https://download.pytorch.org/whl/rocm7.14",),
         ("The runtime found no code for gfx1100.", NATIVE_1100))

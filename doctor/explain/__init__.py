@@ -205,6 +205,8 @@ def _explain(entry: KnownMessage, line: str, number: int, situation: Situation) 
             resolver(entry, situation, context)
         except Exception:  # noqa: BLE001 - facts are a bonus; keep the generic fix
             context.commands.clear()
+    if context.fix:
+        fix_text = context.fix
     if context.commands:
         commands = tuple(dict.fromkeys(context.commands))
         needs_root = any(c.startswith("sudo ") for c in commands)

@@ -42,6 +42,7 @@ class Context:
     commands: list[str] = field(default_factory=list)
     doubts: list[str] = field(default_factory=list)
     basis: list[int] = field(default_factory=list)  # lines of the text the notes rest on
+    fix: Optional[str] = None  # a fix text for what the facts show, in place of the entry's
 
 
 class Situation:

@@ -111,6 +111,9 @@ def paste_targets(entry: KnownMessage, s: Situation, ctx: Context) -> None:
                 ctx.notes.append(f"The error was raised inside {frame.package} (line "
                                  f"{frame.at}): that package's build is the one to check.")
             wheel = newest_wheel(gfx)
+            who = "torch" if TORCH_TEXT.search(s.text) else "the program that raised it"
+            ctx.fix = (f"Install a release of {who} built with {gfx} code; no "
+                       f"HSA_OVERRIDE_GFX_VERSION (ROCm supports {gfx} itself).")
             if wheel is not None and TORCH_TEXT.search(s.text):
                 ctx.commands.append(f"pip install --force-reinstall torch torchvision "
                                     f"--index-url {WHL}rocm{wheel[0]}")
