@@ -6,6 +6,7 @@ piece of the fix).
     python scripts/explain_score.py --split test     # the held-out fifth of the newest collection
     python scripts/explain_score.py --split novel    # texts from families nobody collected for
     python scripts/explain_score.py --split train    # the rest of the newest collection
+    python scripts/explain_score.py --split fresh    # collected after the matchers: measured once
     python scripts/explain_score.py --heldout        # the older held-out texts (`# heldout:`)
     python scripts/explain_score.py --no-host        # the text alone, no machine facts
     python scripts/explain_score.py -v               # list every text not answered right
