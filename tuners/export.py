@@ -193,7 +193,9 @@ def render_summary(result: Mapping[str, Any], outputs: Sequence[str] = ()) -> st
     if all(r[2] == "-" for r in rows[1:]):  # no power readings (a CPU): no energy column
         rows = [r[:2] + r[3:] for r in rows]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    out += ["  " + "  ".join(c.ljust(widths[i]) for i, c in enumerate(r)).rstrip() for r in rows]
+    if len(rows) > 1:  # nothing measured: no table
+        out += ["  " + "  ".join(c.ljust(widths[i]) for i, c in enumerate(r)).rstrip()
+                for r in rows]
     conf = result["confirmation"]
     if conf.get("noise_cv") is not None:
         out.append(f"  (search throughput; speed-ups re-measured interleaved over "

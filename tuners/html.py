@@ -13,6 +13,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
+from rocmdoctor.tuners.bench.child import excerpt
 from rocmdoctor.tuners.bench.render import joules, unit_name
 from rocmdoctor.tuners.export import energy_line, env_file_text, passed_over_text
 from rocmdoctor.tuners.result import energy_per_unit
@@ -221,6 +222,23 @@ def _payback_table(cands: Sequence[Mapping[str, Any]]) -> str:
             + "".join(rows) + "</table>")
 
 
+def _failure_block(result: Mapping[str, Any]) -> str:
+    """When no verdict could be reached: what the benchmark printed last and the command that
+    runs it by hand; after a break, whether the machine recovered."""
+    parts = []
+    recovery = result.get("recovery")
+    if recovery:
+        parts.append(f"<p>Your settings, run again after the break: {_e(recovery['message'])}"
+                     "</p>")
+    failure = result.get("failure") or {}
+    tail = excerpt(failure.get("stderr_tail") or "", 12)
+    if tail:
+        parts.append(f"<h2>What the benchmark printed last</h2><pre>{_e(tail)}</pre>")
+    if failure.get("reproduce"):
+        parts.append(f"<h2>The same run by hand</h2><pre>{_e(failure['reproduce'])}</pre>")
+    return "".join(parts)
+
+
 def render_html(result: Mapping[str, Any]) -> str:
     w, p, verdict = result["workload"], result["platform"], result["verdict"]
     base = result.get("baseline") or {}
@@ -269,6 +287,7 @@ def render_html(result: Mapping[str, Any]) -> str:
 <div class=sub>{_e(sub)}</div>
 <div class="verdict{' win' if verdict['winner'] else ''}"><b>Verdict:</b>
 {_e(verdict['summary'])}{_e_line(energy_line(result))}{_e_line(passed_over_text(verdict))}</div>
+{_failure_block(result)}
 <h2>Throughput of each trial</h2>{trials_chart(result['trials'], base.get('throughput'), unit,
                                               result['confirmation'].get('timed_runs', ()))}
 {_payback_table(cands)}
