@@ -197,15 +197,16 @@ def test_a_probe_too_slow_to_finish_counts_as_too_large() -> None:
 
 
 def test_a_quiet_phase_is_reported_every_few_seconds() -> None:
-    from rocmdoctor.cli.tune import Progress
+    from rocmdoctor.cli.tune_progress import Progress
+    from rocmdoctor.tuners import events as ev
 
     stream = io.StringIO()
     with Progress(stream, heartbeat_s=0.3) as progress:
-        progress("trial-start", {"number": 3, "params": {}, "changes": {"compile": "on"},
-                                 "finished": 1, "total": None, "time_left": 100.0})
-        progress("phase", {"who": "trial 3", "event": "start", "compile": True})
+        progress(ev.TrialStarted(number=3, params={}, changes={"compile": "on"}, gpu=None,
+                                 finished=1, total=None, time_left=100.0))
+        progress(ev.Phase(who="trial 3", event="start", compile=True))
         time.sleep(1.4)
-        progress("phase", {"who": "trial 3", "event": "warmup", "step": 1, "of": 10})
+        progress(ev.Phase(who="trial 3", event="warmup", step=1, of=10))
         time.sleep(0.8)
     lines = stream.getvalue().splitlines()
     assert lines[0] == "[2] trial 3: compile=on ..."
@@ -217,14 +218,19 @@ def test_a_quiet_phase_is_reported_every_few_seconds() -> None:
 
 
 def test_the_phase_of_a_child_in_words() -> None:
-    from rocmdoctor.cli.tune import phase_text
+    from rocmdoctor.cli.tune_progress import phase_text
+    from rocmdoctor.tuners.events import Phase, phase_of
 
-    assert phase_text({"event": None}) == "starting (importing torch)"
-    assert phase_text({"event": "start", "compile": False}) == "warm-up step 1"
-    assert phase_text({"event": "warmup", "step": 3, "of": 10}) == "warm-up step 4 of 10"
+    assert phase_text(Phase("t")) == "starting (importing torch)"
+    assert phase_text(phase_of("t", {"event": "start"}, False)) == "warm-up step 1"
+    assert phase_text(phase_of("t", {"event": "warmup", "step": 3, "of": 10}, False)) == \
+        "warm-up step 4 of 10"
     # the H200 printed "warm-up step 38 of 10" while its clocks settled
-    assert phase_text({"event": "warmup", "step": 37, "of": 10}) == (
+    assert phase_text(phase_of("t", {"event": "warmup", "step": 37, "of": 10}, False)) == (
         "warm-up step 38 (past the 10 asked for, until the clocks settle)")
-    assert phase_text({"event": "window", "index": 0, "of": 5}) == "measuring window 2 of 5"
-    assert phase_text({"event": "window", "index": 4, "of": 5}) == "finishing (the result)"
-    assert phase_text({"event": "result"}) is None  # changes nothing: it said "starting" there
+    assert phase_text(phase_of("t", {"event": "window", "index": 0, "of": 5}, False)) == \
+        "measuring window 2 of 5"
+    assert phase_text(phase_of("t", {"event": "window", "index": 4, "of": 5}, False)) == \
+        "finishing (the result)"
+    # changes nothing: it said "starting" there
+    assert phase_text(phase_of("t", {"event": "result"}, False)) is None

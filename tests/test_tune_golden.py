@@ -11,8 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from rocmdoctor.tuners.codec import from_dict
 from rocmdoctor.tuners.export import env_file_text, render_summary
 from rocmdoctor.tuners.html import render_html
+from rocmdoctor.tuners.model import TuneResult
 from tests.golden import assert_golden
 from tests.helpers import repo_root
 
@@ -22,8 +24,9 @@ RESULTS = sorted((ROOT / "docs" / "data").glob("tune-*.json")) + \
     sorted((GOLDEN / "inputs").glob("tune-*.json"))
 
 
-def _result(path: Path) -> dict:
-    return json.loads(path.read_text(encoding="utf-8"))
+def _result(path: Path) -> TuneResult:
+    """The recorded tune/1 JSON as the renderers take it (read by the codec, the one edge)."""
+    return from_dict(json.loads(path.read_text(encoding="utf-8")))
 
 
 @pytest.mark.parametrize("path", RESULTS, ids=[p.stem for p in RESULTS])
