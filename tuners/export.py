@@ -180,9 +180,7 @@ def _speedup(c: Candidate) -> str:
     return (f"{c.speedup:.3f}" if c.speedup else "-") + interval
 
 
-def _table(result: TuneResult) -> list[str]:
-    """Your settings against each candidate: throughput, energy, memory, one-time cost,
-    speed-up with its interval; no energy column when no power was read."""
+def _rows(result: TuneResult) -> list[tuple[str, ...]]:
     base = result.baseline
     unit = base.unit if base else None
     rows: list[tuple[str, ...]] = [("", "throughput", "energy", "memory", "one-time",
@@ -193,6 +191,13 @@ def _table(result: TuneResult) -> list[str]:
         mark = " *" if cand.winner else ""
         rows.append(_row(f"trial {cand.trial}{mark}", result.trial(cand.trial), unit,
                          _speedup(cand)))
+    return rows
+
+
+def _table(result: TuneResult) -> list[str]:
+    """Your settings against each candidate: throughput, energy, memory, one-time cost,
+    speed-up with its interval; no energy column when no power was read."""
+    rows = _rows(result)
     if all(r[2] == "-" for r in rows[1:]):  # no power readings (a CPU): no energy column
         rows = [r[:2] + r[3:] for r in rows]
     if len(rows) < 2:  # nothing measured: no table
@@ -219,18 +224,23 @@ def _candidates(result: TuneResult) -> list[str]:
     return out
 
 
-def _keeps(verdict: Verdict) -> list[str]:
-    """The best that keeps your precision and your batch size, where it is another."""
-    out = []
+def _keeps_precision(verdict: Verdict) -> list[str]:
+    """The best that keeps your precision, where it is another."""
     best, same = verdict.best_overall, verdict.best_same_precision
     if best and same and same.trial != best.trial:
-        out.append(f"  best that keeps {verdict.precision}: trial {same.trial} "
-                   f"({_pct(same.speedup)})")
-    elif best and not same:
-        out.append(f"  no confirmed win keeps {verdict.precision}")
-    if not best or not verdict.same_batch_known:
-        return out
-    batch, keeps = verdict.batch_size, verdict.best_same_batch
+        return [f"  best that keeps {verdict.precision}: trial {same.trial} "
+                f"({_pct(same.speedup)})"]
+    if best and not same:
+        return [f"  no confirmed win keeps {verdict.precision}"]
+    return []
+
+
+def _keeps_batch(verdict: Verdict) -> list[str]:
+    """The best at your batch size, where it is another, and the batch of the pick."""
+    best, batch, keeps = verdict.best_overall, verdict.batch_size, verdict.best_same_batch
+    if not best or not verdict.same_batch_known:  # older results did not keep it
+        return []
+    out = []
     if keeps is None:
         out.append(f"  no confirmed win keeps batch size {batch}")
     elif keeps.trial != best.trial:
@@ -246,7 +256,7 @@ def _verdict(result: TuneResult) -> list[str]:
     out = ["", f"verdict: {result.verdict.summary}", *failure_lines(result)]
     out += [f"  {line}" for line in (energy_line(result), passed_over_text(result.verdict))
             if line]
-    return out + _keeps(result.verdict)
+    return out + _keeps_precision(result.verdict) + _keeps_batch(result.verdict)
 
 
 def _effects(effects: Sequence[Effect]) -> list[str]:

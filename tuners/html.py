@@ -153,6 +153,36 @@ def _rerun_mark(plot: _Plot, run: ConfirmRun, minutes: float, base_number: Optio
             f'<title>{tip}</title></path>')
 
 
+def _reruns(confirm_runs: Sequence[ConfirmRun], t0: float) -> list[tuple[ConfirmRun, float]]:
+    """Each confirmation re-run with its start, in minutes since the tune began."""
+    return [(r, (float(r.at) - float(r.wall_s or 0.0) - t0) / 60)
+            for r in confirm_runs if r.at is not None]
+
+
+def _last_end(timed: Sequence[Trial], reruns: Sequence[tuple[ConfirmRun, float]],
+              t0: float) -> float:
+    ends = [(float(t.started_at or 0.0) - t0 + float(t.wall_s or 0.0)) / 60 for t in timed]
+    return max(ends + [(float(r.at or 0.0) - t0) / 60 for r, _ in reruns])
+
+
+def _highest(timed: Sequence[Trial], reruns: Sequence[tuple[ConfirmRun, float]],
+             baseline: Optional[float]) -> float:
+    values = [float(t.throughput or 0.0) for t in timed]
+    values += [float(r.throughput or 0.0) for r, _ in reruns]
+    return max(values + [baseline or 0.0, 1.0])
+
+
+def _timeline(timed: Sequence[Trial], confirm_runs: Sequence[ConfirmRun],
+              baseline: Optional[float]) -> tuple[float, list[tuple[ConfirmRun, float]], _Plot]:
+    """The chart's start (epoch seconds), each re-run with its start in minutes, and the
+    axes: the last end against the highest throughput."""
+    t0 = min(float(t.started_at or 0.0) for t in timed)
+    reruns = _reruns(confirm_runs, t0)
+    plot = _Plot(max(0.1, _last_end(timed, reruns, t0)) * 1.02,
+                 _nice_max(_highest(timed, reruns, baseline) * 1.08))
+    return t0, reruns, plot
+
+
 def trials_chart(trials: Sequence[Trial], baseline: Optional[float], unit: str,
                  confirm_runs: Sequence[ConfirmRun] = ()) -> str:
     """Throughput of each trial against the time since the tune began, and the confirmation's
@@ -161,20 +191,12 @@ def trials_chart(trials: Sequence[Trial], baseline: Optional[float], unit: str,
              and t.state not in ("duplicate", "not-run")]
     if not timed:
         return '<p class="muted">No trial ran.</p>'
-    t0 = min(float(t.started_at or 0.0) for t in timed)
-    reruns = [(r, (float(r.at) - float(r.wall_s or 0.0) - t0) / 60)
-              for r in confirm_runs if r.at is not None]
-    ends = [(float(t.started_at or 0.0) - t0 + float(t.wall_s or 0.0)) / 60 for t in timed]
-    ends += [(float(r.at or 0.0) - t0) / 60 for r, _ in reruns]
-    x_max = max(0.1, max(ends)) * 1.02
-    values = [float(t.throughput) for t in timed if t.throughput]
-    values += [float(r.throughput) for r, _ in reruns if r.throughput]
-    plot = _Plot(x_max, _nice_max(max(values + ([baseline] if baseline else []) + [1.0])
-                                  * 1.08))
-    clock = "minutes:seconds" if x_max < 10 else "minutes"
+    t0, reruns, plot = _timeline(timed, confirm_runs, baseline)
+    clock = "minutes:seconds" if plot.x_max < 10 else "minutes"
     parts = [f'<svg viewBox="0 0 {W} {H}" width="100%" role="img" '
              'aria-label="throughput of each trial over time">',
-             *_axes(plot.y_max, f"{unit}/s", f"time since the tune began ({clock})", x_max),
+             *_axes(plot.y_max, f"{unit}/s", f"time since the tune began ({clock})",
+                    plot.x_max),
              *_baseline_line(plot, baseline), *_best_so_far(plot, timed, t0)]
     for t in timed:
         parts += _trial_mark(plot, t, t0, unit)
@@ -184,39 +206,57 @@ def trials_chart(trials: Sequence[Trial], baseline: Optional[float], unit: str,
     return "".join(parts)
 
 
-def bar_chart(rows: Sequence[tuple[str, float, Optional[float], Optional[float], str]],
-              centre: float, fmt: str) -> str:
+Bar = tuple[str, float, Optional[float], Optional[float], str]  # label, value, low, high, colour
+
+
+class _Bars:
+    """A horizontal bar chart's geometry: bars from `centre`, scaled to the widest value."""
+
+    row_h, left, right = 24, 260, 20
+
+    def __init__(self, rows: Sequence[Bar], centre: float) -> None:
+        self.centre = centre
+        span = max(abs(v - centre) for r in rows for v in (r[1], r[2] or r[1], r[3] or r[1]))
+        self.span = span * 1.15 or 0.01
+        self.mid = self.left + (W - self.left - self.right) / 2
+        self.height = self.row_h * len(rows) + 30
+
+    def x(self, value: float) -> float:
+        return self.mid + (value - self.centre) / self.span * (W - self.left - self.right) / 2
+
+
+def _bar(bars: _Bars, i: int, row: Bar, fmt: str) -> list[str]:
+    label, value, low, high, color = row
+    fits = (bars.left - 12) // 6  # characters of 11 px text left of the bars; more are cut
+    y = 6 + i * bars.row_h
+    x0, x1 = sorted((bars.x(bars.centre), bars.x(value)))
+    shown = label if len(label) <= fits else label[:fits - 1] + "\u2026"
+    parts = [f'<text x="{bars.left - 8}" y="{y + 14}" text-anchor="end">{_e(shown)}'
+             f'<title>{_e(label)}</title></text>',
+             f'<rect x="{x0:.1f}" y="{y + 3}" width="{max(x1 - x0, 1):.1f}" '
+             f'height="{bars.row_h - 8}" fill="{color}" opacity="0.8"/>']
+    if low is not None and high is not None:
+        parts.append(f'<line x1="{bars.x(low):.1f}" y1="{y + bars.row_h / 2:.1f}" '
+                     f'x2="{bars.x(high):.1f}" y2="{y + bars.row_h / 2:.1f}" stroke="#111827" '
+                     'stroke-width="1.5"/>')
+    parts.append(f'<text x="{max(x1, bars.x(high or value)) + 6:.1f}" y="{y + 14}">'
+                 f'{_e(fmt.format(value))}</text>')
+    return parts
+
+
+def bar_chart(rows: Sequence[Bar], centre: float, fmt: str) -> str:
     """Horizontal bars from `centre` with optional interval whiskers: (label, value, low,
     high, colour)."""
     if not rows:
         return '<p class="muted">Nothing to show.</p>'
-    row_h, left, right = 24, 260, 20
-    fits = (left - 12) // 6  # characters of 11 px text left of the bars; longer ones are cut
-    height = row_h * len(rows) + 30
-    span = max(abs(v - centre) for r in rows for v in (r[1], r[2] or r[1], r[3] or r[1]))
-    span = span * 1.15 or 0.01
-    mid = left + (W - left - right) / 2
-
-    def x(value: float) -> float:
-        return mid + (value - centre) / span * (W - left - right) / 2
-
-    parts = [f'<svg viewBox="0 0 {W} {height}" width="100%" role="img">',
-             f'<line x1="{mid:.1f}" y1="4" x2="{mid:.1f}" y2="{height - 24}" stroke="#9ca3af"/>',
-             f'<text x="{mid:.1f}" y="{height - 8}" text-anchor="middle">'
+    bars = _Bars(rows, centre)
+    parts = [f'<svg viewBox="0 0 {W} {bars.height}" width="100%" role="img">',
+             f'<line x1="{bars.mid:.1f}" y1="4" x2="{bars.mid:.1f}" y2="{bars.height - 24}" '
+             'stroke="#9ca3af"/>',
+             f'<text x="{bars.mid:.1f}" y="{bars.height - 8}" text-anchor="middle">'
              f'{_e(fmt.format(centre))}</text>']
-    for i, (label, value, low, high, color) in enumerate(rows):
-        y = 6 + i * row_h
-        x0, x1 = sorted((x(centre), x(value)))
-        shown = label if len(label) <= fits else label[:fits - 1] + "\u2026"
-        parts.append(f'<text x="{left - 8}" y="{y + 14}" text-anchor="end">{_e(shown)}'
-                     f'<title>{_e(label)}</title></text>')
-        parts.append(f'<rect x="{x0:.1f}" y="{y + 3}" width="{max(x1 - x0, 1):.1f}" '
-                     f'height="{row_h - 8}" fill="{color}" opacity="0.8"/>')
-        if low is not None and high is not None:
-            parts.append(f'<line x1="{x(low):.1f}" y1="{y + row_h / 2:.1f}" x2="{x(high):.1f}"'
-                         f' y2="{y + row_h / 2:.1f}" stroke="#111827" stroke-width="1.5"/>')
-        parts.append(f'<text x="{max(x1, x(high or value)) + 6:.1f}" y="{y + 14}">'
-                     f'{_e(fmt.format(value))}</text>')
+    for i, row in enumerate(rows):
+        parts += _bar(bars, i, row, fmt)
     parts.append("</svg>")
     return "".join(parts)
 

@@ -233,7 +233,9 @@ class Candidate:
 
 @dataclass(frozen=True)
 class Confirmation:
-    status: str  # done | failed | not-run | no-baseline | nothing-to-confirm
+    # done | failed (its runs crashed) | budget (the budget ended first) | not-run (the
+    # environment broke) | no-baseline | nothing-to-confirm
+    status: str
     candidates: tuple[Candidate, ...] = ()
     runs: tuple[tuple[int, int, Optional[float]], ...] = ()  # (trial, round, throughput)
     noise_cv: Optional[float] = None

@@ -221,10 +221,13 @@ def judge_runs(confirmation: Confirmation, stored: Sequence[ConfirmRun],
     if any(c.speedup is not None for c in candidates):
         return confirmation
     crashed = sum(r.state != "not-run" for r in failed)
+    if skipped and not crashed:  # the budget, not the machine: a longer one confirms them
+        return dataclasses.replace(
+            confirmation, status="budget",
+            reason=f"the confirmation could not run: {skipped[-1]}; the search figures are "
+                   "unconfirmed: the same command with a longer --budget confirms them")
     reason = (f"the confirmation could not run: {len(failed)} of {len(runs)} re-measurements "
               f"did not finish ({what})")
-    if skipped and not crashed:
-        reason = f"the confirmation could not run: {skipped[-1]}"
     return dataclasses.replace(confirmation, status="failed",
                                reason=reason + "; the search figures are unconfirmed")
 

@@ -12,10 +12,9 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-import signal
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NoReturn, Optional
 
 from rocmdoctor.tuners import budget as bd
@@ -32,6 +31,7 @@ from rocmdoctor.tuners.events import (
     TrialRetried,
     TrialStarted,
 )
+from rocmdoctor.tuners.interrupt import STOP_SIGNALS, ctrl_c_deferred, join, wait_all
 from rocmdoctor.tuners.model import Failure, Plan, Trial
 from rocmdoctor.tuners.runner import TrialRunner
 
@@ -50,9 +50,6 @@ STOPPED = {
                    "the environment broke, not the configurations",
     "too-short": "the budget is too short for one run of your settings",
 }
-# Signals that stop a tune like Ctrl-C: Slurm's scancel and `timeout` send SIGTERM, a closed
-# SSH session SIGHUP. Each is recorded, its trials requeued, and the exit code 128 + signal.
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 class TrialFailed(Exception):
@@ -424,45 +421,5 @@ def _baseline_failure(number: int, outcome: TrialOutcome, reproduce: str) -> Opt
                    reproduce=reproduce)
 
 
-def wait_all(ended: list[threading.Event], until: Optional[float] = None) -> bool:
-    """Wait until every search thread has set its event (or `until`, a monotonic time).
-    Not Thread.join: up to CPython 3.12 a Ctrl-C landing in join() marks the thread as ended
-    while it still runs (python/cpython#90882: the bpo-45274 handler releases the lock the
-    running thread holds), and the tune then stopped without waiting for it to record its
-    trial."""
-    for end in ended:
-        while not end.wait(0.2):
-            if until is not None and time.monotonic() >= until:
-                return False
-    return True
-
-
-def join(ended: list[threading.Event], within_s: float = 20.0) -> None:
-    """Let the threads record their trials, then kill any child still running."""
-    from rocmdoctor.tuners.bench.child import kill_all
-
-    wait_all(ended, time.monotonic() + within_s)
-    kill_all()
-
-
-@contextlib.contextmanager
-def ctrl_c_deferred() -> Iterator[None]:
-    """Hold a Ctrl-C until the block is done, then raise it: for a step that a
-    KeyboardInterrupt must not cut in half (a stop whose trials are half recorded leaves
-    them RUNNING). Only the main thread receives signals; elsewhere this does nothing."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    seen: list[int] = []
-    previous: dict[int, Any] = {
-        int(sig): signal.signal(sig, lambda signum, _frame: seen.append(signum))
-        for sig in STOP_SIGNALS}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-    if seen:  # delivered now, to the handler that was there (the CLI's, which says which)
-        handler = previous[seen[0]]
-        if callable(handler):
-            handler(seen[0], None)
+__all__ = ["STOP_SIGNALS", "STOPPED", "Search", "TrialFailed", "TrialSkipped",
+           "ctrl_c_deferred", "join", "wait_all"]

@@ -46,11 +46,23 @@ class StudyMismatch(Exception):
     """The named study was created for another workload or search space."""
 
 
+# Settings that bound how long a run measures, not what it trains: left out of a study's
+# identity, so a study made before they existed resumes.
+NOT_THE_WORKLOAD = ("cpu_time_s",)
+
+
+def workload_key(spec: BenchSpec) -> dict[str, Any]:
+    """What a study is the study of: the spec, less the settings that only bound a run."""
+    out = spec.to_dict()
+    out["settings"] = {k: v for k, v in out["settings"].items() if k not in NOT_THE_WORKLOAD}
+    return out
+
+
 def study_name(spec: BenchSpec, space: SearchSpace, platform: Platform,
                keep_precision: bool) -> str:
     """A stable name per workload, search space and machine, so the same command resumes."""
     machine = {k: v for k, v in platform_dict(platform).items() if k != "device_count"}
-    key = json.dumps([spec.to_dict(), space.signature(), machine, keep_precision],
+    key = json.dumps([workload_key(spec), space.signature(), machine, keep_precision],
                      sort_keys=True, default=str)
     model = re.sub(r"[^A-Za-z0-9_.-]+", "-", spec.model)[:40]
     return f"{model}-{hashlib.sha256(key.encode()).hexdigest()[:10]}"

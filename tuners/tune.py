@@ -143,7 +143,7 @@ class Tuner:
         sampler = sd.make_sampler(space, self.o.max_trials, self.o.seed)
         self._lock_sampler(sampler)
         try:
-            study = sd.open_study(name, storage, space, self.o.spec.to_dict(), sampler)
+            study = sd.open_study(name, storage, space, sd.workload_key(self.o.spec), sampler)
         except sd.StudyMismatch as exc:
             raise TuneError(str(exc)) from None
         except Exception as exc:  # noqa: BLE001 - a storage URL is outside input
@@ -206,7 +206,7 @@ class Tuner:
         from rocmdoctor.tuners.codec import batch_search_dict, batch_search_from, platform_dict
 
         path = batch.cache_path(os.path.join(sd.cache_dir(self.ctx.env), "batch"),
-                                spec.to_dict(), platform_dict(self.ctx.platform))
+                                sd.workload_key(spec), platform_dict(self.ctx.platform))
         cached = batch.load(path)
         if cached is not None:
             found = batch_search_from({**cached, "cached": True})

@@ -24,6 +24,20 @@ def clock(seconds: Optional[float]) -> str:
     return f"{minutes}m{secs:02d}s left"
 
 
+def _warm_up_text(phase: ev.Phase) -> str:
+    now = (phase.step or 0) + 1
+    if phase.of and now > phase.of:  # a GPU warms up past the count until its clocks settle
+        return f"warm-up step {now} (past the {phase.of} asked for, until the clocks settle)"
+    return f"warm-up step {now}" + (f" of {phase.of}" if phase.of else "")
+
+
+def _window_text(phase: ev.Phase) -> str:
+    index = (phase.index or 0) + 2
+    if phase.of and index <= phase.of:
+        return f"measuring window {index} of {phase.of}"
+    return "finishing (the result)"
+
+
 def phase_text(phase: ev.Phase) -> Optional[str]:
     """What a benchmark child is doing, from its last event (None: it is starting); None for
     an event that changes nothing."""
@@ -32,14 +46,9 @@ def phase_text(phase: ev.Phase) -> Optional[str]:
     if phase.event == "start":
         return "warm-up step 1" + (" (torch.compile compiles now)" if phase.compile else "")
     if phase.event == "warmup":
-        now = (phase.step or 0) + 1
-        if phase.of and now > phase.of:  # a GPU warms up past the count until clocks settle
-            return f"warm-up step {now} (past the {phase.of} asked for, until the clocks settle)"
-        return f"warm-up step {now}" + (f" of {phase.of}" if phase.of else "")
+        return _warm_up_text(phase)
     if phase.event == "window":
-        index = (phase.index or 0) + 2
-        return f"measuring window {index} of {phase.of}" if phase.of and index <= phase.of \
-            else "finishing (the result)"
+        return _window_text(phase)
     return None
 
 

@@ -237,18 +237,34 @@ def _classify(
         return "pruned", None, f"stopped by the caller after measured window {window}"
     if ended_by == "timeout":
         return "timeout", None, f"no result within {timeout_s:g} s; the child was killed"
+    said = _by_last_event(spec, final, returncode, exit_hung)
+    return said if said is not None else _by_exit(returncode, stderr_tail)
+
+
+def _by_last_event(spec: BenchSpec, final: Optional[dict[str, Any]],
+                   returncode: Optional[int], exit_hung: bool
+                   ) -> Optional[tuple[str, Optional[dict[str, Any]], str]]:
+    """How the child ended by what it said last: its result, out of memory, an error."""
     kind = final.get("event") if final else None
-    if final is not None and kind == "result" and (returncode == 0 or exit_hung):
+    if final is None or kind not in ("result", "oom", "error"):
+        return None
+    if kind == "result" and (returncode == 0 or exit_hung):
         result = final.get("result")
         if isinstance(result, dict):
             # A GPU process that hangs while exiting still measured correctly; say so.
             note = "; the process hung at exit and was killed" if exit_hung else ""
             return "ok", result, _ok_message(result) + note
-    if final is not None and kind == "oom":
-        batch = final.get("batch_size", spec.batch_size)
-        return "oom", None, f"out of memory at batch {batch}"
-    if final is not None and kind == "error":
+    if kind == "oom":
+        return "oom", None, f"out of memory at batch {final.get('batch_size', spec.batch_size)}"
+    if kind == "error":
         return "error", None, str(final.get("message", "the worker reported an error"))
+    return None
+
+
+def _by_exit(returncode: Optional[int], stderr_tail: str
+             ) -> tuple[str, Optional[dict[str, Any]], str]:
+    """A child that said nothing conclusive: killed by a signal, or its exit code and its
+    last line on stderr."""
     if returncode is not None and returncode < 0:
         try:
             name = signal.Signals(-returncode).name

@@ -69,18 +69,11 @@ def config_line(result: Mapping[str, Any]) -> str:
     return f"{', '.join(parts)} on {where}"
 
 
-def result_rows(result: Mapping[str, Any]) -> list[tuple[str, str]]:
-    m = result.get("metrics") or {}
-    unit = m.get("unit", "samples")
-    per = unit_name(unit)
+def _timing_rows(m: Mapping[str, Any], w: Mapping[str, Any], unit: str
+                 ) -> list[tuple[str, str]]:
     t = m.get("throughput") or {}
     s = m.get("step_time_s") or {}
-    w = result.get("warmup") or {}
-    mem = m.get("memory") or {}
-    pw = m.get("power") or {}
-    fl = m.get("flops") or {}
-    mfu = m.get("mfu") or {}
-    rows = [
+    return [
         ("throughput", f"{num(t.get('median'))} {unit}/s median "
                        f"(p10 {num(t.get('p10'))}, p90 {num(t.get('p90'))}; "
                        f"CV {pct(t.get('cv'))})"),
@@ -89,32 +82,53 @@ def result_rows(result: Mapping[str, Any]) -> list[tuple[str, str]]:
         ("warm-up", f"first step {num(w.get('first_step_s'), 2)} s; "
                     f"{w.get('steps', '?')} steps {num(w.get('total_s'), 2)} s (excluded)"),
     ]
+
+
+def _memory_row(mem: Mapping[str, Any]) -> tuple[str, str]:
     if mem.get("peak_allocated_bytes") is not None:
-        rows.append(("memory", f"peak {gib(mem.get('peak_allocated_bytes'))} allocated, "
-                               f"{gib(mem.get('peak_reserved_bytes'))} reserved of "
-                               f"{gib(mem.get('device_total_bytes'))}"))
+        return ("memory", f"peak {gib(mem.get('peak_allocated_bytes'))} allocated, "
+                          f"{gib(mem.get('peak_reserved_bytes'))} reserved of "
+                          f"{gib(mem.get('device_total_bytes'))}")
+    limit = mem.get("host_limit_bytes")
+    bound = f" of {gib(limit)} free" if limit else ""  # the run's bound
+    return ("memory", f"host peak RSS {gib(mem.get('host_peak_rss_bytes'))}{bound}; "
+                      f"{mem.get('reason') or 'no device figures'}")
+
+
+def _power_rows(pw: Mapping[str, Any], per_unit: int, per: str) -> list[tuple[str, str]]:
+    if pw.get("avg_w") is None:
+        rows = [("power", f"not measured: {pw.get('reason') or 'unknown'}")]
     else:
-        limit = mem.get("host_limit_bytes")
-        bound = f" of {gib(limit)} free" if limit else ""  # the run's bound
-        rows.append(("memory", f"host peak RSS {gib(mem.get('host_peak_rss_bytes'))}{bound}; "
-                               f"{mem.get('reason') or 'no device figures'}"))
-    per_unit = (result.get("workload") or {}).get("units_per_sample") or 1
-    if pw.get("avg_w") is not None:
         energy = pw.get("energy_per_sample_j")  # per sample: per sequence for a language model
-        rows.append(("power", f"{num(pw.get('avg_w'), 0)} W average, "
-                              f"{num(pw.get('peak_w'), 0)} W peak, "
-                              f"{joules(None if energy is None else energy / per_unit, per)} "
-                              f"({pw.get('source')}, {num(pw.get('sample_hz'), 0)} Hz)"))
-    else:
-        rows.append(("power", f"not measured: {pw.get('reason') or 'unknown'}"))
+        rows = [("power", f"{num(pw.get('avg_w'), 0)} W average, "
+                          f"{num(pw.get('peak_w'), 0)} W peak, "
+                          f"{joules(None if energy is None else energy / per_unit, per)} "
+                          f"({pw.get('source')}, {num(pw.get('sample_hz'), 0)} Hz)")]
     if pw.get("util_avg_pct") is not None:
         rows.append(("GPU busy", f"{num(pw.get('util_avg_pct'), 0)} % average"))
-    if fl.get("per_sample_train") is not None:
-        rows.append(("FLOPs", f"{flop(fl['per_sample_train'] / per_unit)}/{per} "
-                              f"(forward {flop((fl.get('per_sample_forward') or 0) / per_unit)}), "
-                              f"{flop((mfu.get('achieved_tflops') or 0) * 1e12)}/s achieved"))
-    rows.append(("MFU", mfu_text(mfu)))
     return rows
+
+
+def _flops_rows(fl: Mapping[str, Any], mfu: Mapping[str, Any], per_unit: int, per: str
+                ) -> list[tuple[str, str]]:
+    if fl.get("per_sample_train") is None:
+        return []
+    return [("FLOPs", f"{flop(fl['per_sample_train'] / per_unit)}/{per} "
+                      f"(forward {flop((fl.get('per_sample_forward') or 0) / per_unit)}), "
+                      f"{flop((mfu.get('achieved_tflops') or 0) * 1e12)}/s achieved")]
+
+
+def result_rows(result: Mapping[str, Any]) -> list[tuple[str, str]]:
+    m = result.get("metrics") or {}
+    unit = m.get("unit", "samples")
+    per = unit_name(unit)
+    per_unit = (result.get("workload") or {}).get("units_per_sample") or 1
+    mfu = m.get("mfu") or {}
+    return [*_timing_rows(m, result.get("warmup") or {}, unit),
+            _memory_row(m.get("memory") or {}),
+            *_power_rows(m.get("power") or {}, per_unit, per),
+            *_flops_rows(m.get("flops") or {}, mfu, per_unit, per),
+            ("MFU", mfu_text(mfu))]
 
 
 def mfu_text(mfu: Mapping[str, Any]) -> str:
