@@ -93,8 +93,8 @@ class ConvRate(Check):
         causes: list[tuple[str, Fix]] = []
         for k in deep_rules.known_slow(gpu.arch, "conv-rate"):
             causes.append((f"a known report on {gpu.arch}: {k.text} ({k.source})", Fix(
-                "Follow the report for a fixed MIOpen, or run the model in NHWC / another dtype "
-                "until then.", (f"python -m torch.utils.collect_env  # report it on {k.source}",))))
+                f"Follow the report ({k.source}) for the MIOpen release that fixes it; until "
+                "then, measure the model with another layout or dtype.")))
         for c in deep_rules.env_causes(run.env, "conv-rate"):
             causes.append((f"{c.name}={run.env.get(c.name)} is set: it {c.effect} ({c.source})",
                            Fix(f"Unset {c.name} where training runs.", (f"unset {c.name}",))))

@@ -70,7 +70,8 @@ class GemmRate(Check):
             low = next(f for f in figures if f.verdict == verdict) if first is None else None
             text = first[1] if first else self._low(low, run)
             fix = first[2] if first else self._causes(host, run, low, findings)
-            source = deep_rules.NVIDIA_TF32_OVERRIDE if first and "TF32" in text else None
+            source = deep_rules.NVIDIA_TF32_OVERRIDE if first and "TF32" in text else (
+                low.reference.source if low is not None and low.reference else None)
             return self.result(status_of(verdict), text, findings, fix, source=source,
                                figures=figures)
         head = [f for f in figures if f.key == "gemm:bf16"] or figures
@@ -172,9 +173,14 @@ class GemmRate(Check):
             causes.append((f"{c.name}={run.env.get(c.name)} is set: it {c.effect} ({c.source})",
                            Fix(f"Unset {c.name} where training runs.", (f"unset {c.name}",))))
         if gpu is not None:
-            load = gpu.telemetry.under_load
+            load, t = gpu.telemetry.under_load, gpu.telemetry
+            lowered = bool(t.power_limit_w and t.default_power_limit_w
+                           and t.power_limit_w < 0.95 * t.default_power_limit_w)
+            # the power cap at the default limit is the card working as designed under a GEMM
+            counted = deep_rules.HW_REASONS + deep_rules.THERMAL_REASONS + (
+                deep_rules.POWER_REASONS if lowered else ())
             hot = [r for r, s in (load.reasons or {}).items() if s >= deep_rules.REASON_SHARE
-                   and r not in deep_rules.BENIGN_REASONS]
+                   and r in counted]
             if hot:
                 causes.append((f"the card was held down by {', '.join(hot)} while the GEMMs ran "
                                "(clocks-under-load)", Fix(

@@ -39,8 +39,9 @@ class HostLink(Check):
         figures: list[Figure] = []
         findings: list[Finding] = []
         problems: list[tuple[str, str, Fix]] = []
+        narrow: dict[int, str] = {}
         for gpu in run.gpus:
-            ref = self._link(host, gpu, findings)
+            ref = self._link(host, gpu, findings, narrow)
             for key, name, rate in (("host:h2d", "pinned host-to-device copy", gpu.h2d),
                                     ("host:d2h", "pinned device-to-host copy", gpu.d2h)):
                 if rate is None:
@@ -50,7 +51,8 @@ class HostLink(Check):
                 figures.append(fig)
                 findings.append(Finding.info(describe(fig, deep_refs.HOST_SHARE) if ref else
                                              describe(fig)))
-            self._numa(gpu, findings, problems)
+            low = [f.verdict for f in figures if f.gpu == gpu.index and f.key == "host:h2d"]
+            self._numa(gpu, findings, problems, low[0] if low else None)
             self._replays(gpu, findings, problems)
         if not figures:
             return self.skipped("host copies were not measured")
@@ -65,7 +67,7 @@ class HostLink(Check):
             found = run.gpu(low.gpu or 0)
             summary = (f"GPU {low.gpu} {found.name if found else 'GPU'}: {low.name} "
                        f"{amount(low.value, 'GB/s')}, {share(low.ratio or 0)} of what its link "
-                       "carries")
+                       "carries" + (f": {narrow[low.gpu]}" if low.gpu in narrow else ""))
             return self.result(status_of(verdict), summary, findings, Fix(
                 "Check the link under load (pcie-link) and that nothing else copies at the same "
                 "time; a link that trains below its width needs the card reseated or another "
@@ -82,7 +84,8 @@ class HostLink(Check):
         return self.result(Status.PASS, summary, findings, figures=figures)
 
     @staticmethod
-    def _link(host: Host, gpu: GpuDeep, findings: list[Finding]) -> Optional[Reference]:
+    def _link(host: Host, gpu: GpuDeep, findings: list[Finding],
+              narrow: dict[int, str]) -> Optional[Reference]:
         if not gpu.bus_id:
             return None
         link = gpu_link(host, gpu.bus_id)
@@ -96,14 +99,16 @@ class HostLink(Check):
         text = (f"{pcie.describe(link.max_speed, link.max_width)} link, {rate:g} GB/s per "
                 "direction after encoding")
         if link.width and link.max_width and link.width < link.max_width and now:
-            findings.append(Finding.error(
-                f"{gpu.label}: the link runs x{link.width} of x{link.max_width}: at most "
-                f"{now:g} GB/s per direction (pcie-link)"))
+            narrow[gpu.index] = (f"the link runs x{link.width} of x{link.max_width}, at most "
+                                 f"{now:g} GB/s per direction (pcie-link)")
+            findings.append(Finding.error(f"{gpu.label}: {narrow[gpu.index]}"))
         return Reference(rate, "GB/s", text, pcie.SOURCE)
 
     @staticmethod
-    def _numa(gpu: GpuDeep, findings: list[Finding],
-              problems: list[tuple[str, str, Fix]]) -> None:
+    def _numa(gpu: GpuDeep, findings: list[Finding], problems: list[tuple[str, str, Fix]],
+              figure_verdict: Optional[str]) -> None:
+        """Copies from this process far below those from the best node: the buffers sit on
+        the far socket. That explains a low host-to-device figure, so it takes its verdict."""
         if not gpu.numa or gpu.h2d is None:
             return
         for n in gpu.numa:
@@ -122,7 +127,8 @@ class HostLink(Check):
                     f"{amount(gpu.h2d.median, 'GB/s')}, {share(ratio)} of the "
                     f"{amount(best.h2d.median, 'GB/s')} from NUMA node {best.node}'s memory: "
                     "its buffers sit on the other socket")
-            problems.append(("warn", text, Fix(
+            verdict = "fail" if figure_verdict == "fail" else "warn"
+            problems.append((verdict, text, Fix(
                 f"Bind training to the GPU's NUMA node ({deep_rules.NUMACTL}).",
                 (f"numactl --cpunodebind={node} --membind={node} python train.py",))))
 

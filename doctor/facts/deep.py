@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from rocmdoctor import schemas
-from rocmdoctor.facts.deep_results import GpuDeep, Peer, parse_gpu, parse_peers
+from rocmdoctor.facts.deep_results import GpuDeep, Peer, num, parse_gpu, parse_peers
 from rocmdoctor.facts.torch import torch_info
 from rocmdoctor.host import Host
 from rocmdoctor.host.deep import DEEP_TOOL, partial_of
@@ -120,6 +120,10 @@ def _failure(returncode: int, timed_out: bool, stderr: str, timeout: float) -> t
     return why, stage
 
 
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
 def parse_run(data: Any) -> DeepRun:
     d = data if isinstance(data, dict) else {}
     raw_env = d.get("env")
@@ -127,18 +131,17 @@ def parse_run(data: Any) -> DeepRun:
     return DeepRun(
         recorded=True, error=None, stage=str(d.get("stage") or "done"),
         level=str(d.get("level") or "quick"),
-        stress_s=float(d["stress_s"]) if isinstance(d.get("stress_s"), (int, float)) else 0.0,
+        stress_s=num(d.get("stress_s")) or 0.0,
         interrupted=d.get("interrupted") is True,
         torch=d.get("torch") if isinstance(d.get("torch"), str) else None,
         backend=d.get("backend") if isinstance(d.get("backend"), str) else None,
         blas=d.get("blas") if isinstance(d.get("blas"), str) else None,
         env={str(k): str(v) for k, v in env.items()},
-        gpus=tuple(parse_gpu(g, i) for i, g in enumerate(d.get("gpus") or [])
+        gpus=tuple(parse_gpu(g, i) for i, g in enumerate(_list(d.get("gpus")))
                    if isinstance(g, dict)),
         peers=parse_peers(d.get("p2p")),
-        errors=tuple(str(e) for e in d.get("errors") or [] if isinstance(e, str)),
-        elapsed_s=float(d["elapsed_s"]) if isinstance(d.get("elapsed_s"), (int, float))
-        else None)
+        errors=tuple(e for e in _list(d.get("errors")) if isinstance(e, str)),
+        elapsed_s=num(d.get("elapsed_s")))
 
 
 def _empty(recorded: bool, error: Optional[str], stage: Optional[str] = None) -> DeepRun:

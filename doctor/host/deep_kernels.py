@@ -20,6 +20,11 @@ from typing import Any, Callable, Optional
 GIB = 1 << 30
 
 
+def sig(value: float, digits: int = 6) -> float:
+    """`value` to `digits` significant figures (0.000812345 stays 0.000812345)."""
+    return float(f"{value:.{digits}g}")
+
+
 def stats(samples: list[float], unit: str) -> dict[str, Any]:
     """Median, min, max and spread ((max - min) / median, in %) of per-run rates."""
     clean = [s for s in samples if s == s and not math.isinf(s) and s > 0]
@@ -27,10 +32,9 @@ def stats(samples: list[float], unit: str) -> dict[str, Any]:
         return {"unit": unit, "median": None, "min": None, "max": None, "spread_pct": None,
                 "n": 0, "samples": []}
     med = statistics.median(clean)
-    return {"unit": unit, "median": round(med, 4), "min": round(min(clean), 4),
-            "max": round(max(clean), 4),
-            "spread_pct": round((max(clean) - min(clean)) / med * 100, 3),
-            "n": len(clean), "samples": [round(s, 4) for s in clean]}
+    return {"unit": unit, "median": sig(med), "min": sig(min(clean)), "max": sig(max(clean)),
+            "spread_pct": sig((max(clean) - min(clean)) / med * 100, 4),
+            "n": len(clean), "samples": [sig(s) for s in clean]}
 
 
 class Timer:
