@@ -64,7 +64,7 @@ class GpuLinksCheck(Check):
             fig = graded(f"peer:{peer.src}-{peer.dst}", f"copy to GPU {peer.dst}", peer.rate,
                          peer.src, ref, deep_rules.MEASURED, expected_share=deep_rules.LINK_SHARE)
             figures.append(fig)
-            findings.append(Finding.info(describe(fig, deep_rules.LINK_SHARE) + (
+            findings.append(Finding.info(describe(fig) + (
                 "" if peer.access else " (no peer access: through host memory)")))
             if not peer.access and link is not None and link.kind in ("nvlink", "xgmi"):
                 problems.append(("warn", f"GPUs {peer.src} and {peer.dst} are linked by "

@@ -49,10 +49,9 @@ class HostLink(Check):
                 fig = graded(key, name, rate, gpu.index, ref, deep_rules.MEASURED,
                              expected_share=deep_refs.HOST_SHARE)
                 figures.append(fig)
-                findings.append(Finding.info(describe(fig, deep_refs.HOST_SHARE) if ref else
-                                             describe(fig)))
-            low = [f.verdict for f in figures if f.gpu == gpu.index and f.key == "host:h2d"]
-            self._numa(gpu, findings, problems, low[0] if low else None)
+                findings.append(Finding.info(describe(fig)))
+            verdicts = [f.verdict for f in figures if f.gpu == gpu.index and f.key == "host:h2d"]
+            self._numa(gpu, findings, problems, verdicts[0] if verdicts else None)
             self._replays(gpu, findings, problems)
         if not figures:
             return self.skipped("host copies were not measured")
@@ -77,8 +76,8 @@ class HostLink(Check):
             return self.result(Status.SKIP, f"GPU {head.gpu}: host-to-device "
                                f"{amount(head.value, 'GB/s')}; the PCIe link could not be read: "
                                "no reference, no verdict", findings, figures=figures)
-        h2d = [f for f in figures if f.key == "host:h2d"]
-        low = min(h2d or figures, key=lambda f: f.ratio or 0)
+        inbound = [f for f in figures if f.key == "host:h2d"]
+        low = min(inbound or figures, key=lambda f: f.ratio or 0)
         summary = (f"{len(run.gpus)} GPU(s): host-to-device {amount(low.value, 'GB/s')} at the "
                    f"lowest, {share(low.ratio or 0)} of what the link is expected to carry")
         return self.result(Status.PASS, summary, findings, figures=figures)

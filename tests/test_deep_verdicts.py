@@ -477,3 +477,59 @@ def test_a_slow_window_and_thermal_throttling_under_stress_warn() -> None:
     assert result.status is Status.WARN
     assert result.summary == ("GPU 0 NVIDIA H200: the slowest window ran at 79 % of the median "
                               "(612.0 TFLOP/s at 300 s)")
+
+
+# --- two GPUs ---------------------------------------------------------------------------------
+
+def _two_h200(p2p_gbs: float = 376.0, replays_after: int = 0) -> Any:
+    import gzip
+
+    from rocmdoctor.host.snapshot import SnapshotHost
+    from tests.deep_runs import DEEP_KEY
+
+    run = variant(recorded(H200))
+    second = json.loads(json.dumps(run["gpus"][0]))
+    second["index"], second["bus_id"] = 1, "0000:00:07.0"
+    run["gpus"].append(second)
+    for gpu in run["gpus"]:
+        gpu["counters"]["before"]["links"] = {str(i): {"replay": 0, "recovery": 0, "crc_flit": 0,
+                                                       "crc_data": 0} for i in range(18)}
+        gpu["counters"]["after"]["links"] = json.loads(json.dumps(
+            gpu["counters"]["before"]["links"]))
+    run["gpus"][1]["counters"]["after"]["links"]["5"]["replay"] = replays_after
+    rate = {"unit": "GB/s", "median": p2p_gbs, "min": p2p_gbs * 0.995, "max": p2p_gbs * 1.004,
+            "spread_pct": 0.9, "n": 7, "samples": [p2p_gbs] * 7}
+    run["p2p"] = [{"src": 0, "dst": 1, "access": True, "bytes": 268435456, "gbs": rate},
+                  {"src": 1, "dst": 0, "access": True, "bytes": 268435456, "gbs": rate}]
+    with gzip.open("tests/fixtures/h200x2-snapshot.json.gz", "rt", encoding="utf-8") as fh:
+        snap = json.load(fh)
+    snap["commands"][DEEP_KEY] = command(run)
+    return SnapshotHost(snap)
+
+
+def test_two_nvlinked_h200s_copy_at_their_links_rate() -> None:
+    result = result_of(deep_report(_two_h200()), "gpu-links")
+    assert result.status is Status.PASS
+    assert result.summary == ("2 peer copies within the band of their links; no link errors "
+                              "during the run")
+    assert _texts(result.findings)[0] == (
+        "info", "GPU 0 copy to GPU 1: 376.0 GB/s (median of 7 runs, spread 0.9 %); 111 % of "
+                "337.5 GB/s, 75 % of 450.0 GB/s, NV18: NVLink 4, 18 links x 25 GB/s per "
+                "direction (NVIDIA H200: 18 links, 900 GB/s bidirectional per GPU; NV18 is the "
+                "bond between this pair, all 18 when the GPUs meet through NVSwitch)")
+
+
+def test_nvlink_errors_counted_during_the_run_are_a_warning() -> None:
+    result = result_of(deep_report(_two_h200(replays_after=42)), "gpu-links")
+    assert result.status is Status.WARN
+    assert result.summary == ("GPU 1 NVIDIA H200: NVLink 5 counted errors during the run "
+                              "(replay +42)")
+    assert result.fix == Fix("Watch the link's counters under load; a link that keeps counting "
+                             "needs service.", ("nvidia-smi nvlink -e",))
+
+
+def test_slow_peer_copies_fail_against_the_link() -> None:
+    result = result_of(deep_report(_two_h200(p2p_gbs=48.2)), "gpu-links")
+    assert result.status is Status.FAIL
+    assert result.summary == ("GPU 0 copy to GPU 1: 48.20 GB/s, 14 % of what its link is "
+                              "expected to carry")

@@ -42,8 +42,13 @@ def graded(key: str, name: str, rate: Optional[Rate], gpu: int,
     (no verdict without a reference or a band)."""
     value = rate.median if rate else None
     ratio = verdict = None
+    if reference is not None and expected_share != 1.0:  # the reference is what is expected
+        whole = amount(reference.value, reference.unit)
+        reference = Reference(reference.value * expected_share, reference.unit,
+                              f"{share(expected_share)} of {whole}, {reference.what}",
+                              reference.source)
     if value is not None and reference is not None and reference.value > 0:
-        ratio = value / (reference.value * expected_share)
+        ratio = value / reference.value
         if band is not None:
             verdict = deep_rules.grade(ratio, band)
     return Figure(key=key, name=name, value=value, unit=rate.unit if rate else "",
@@ -52,7 +57,7 @@ def graded(key: str, name: str, rate: Optional[Rate], gpu: int,
                   verdict=verdict, spec=spec)
 
 
-def describe(fig: Figure, expected_share: float = 1.0) -> str:
+def describe(fig: Figure) -> str:
     """'GPU 0 bf16 GEMM 8192³: 788.2 TFLOP/s (median of 52 runs, spread 1.3 %); 99 % of
     794.5 TFLOP/s, the MAMF of ...; 80 % of the 989.4 TFLOP/s datasheet peak'."""
     if fig.value is None:
@@ -62,14 +67,8 @@ def describe(fig: Figure, expected_share: float = 1.0) -> str:
         spread = f", spread {fig.spread_pct:.1f} %" if fig.spread_pct is not None else ""
         text += f" (median of {fig.runs} runs{spread})"
     if fig.reference is not None and fig.ratio is not None:
-        what = fig.reference.what
-        if expected_share != 1.0:
-            expected = fig.reference.value * expected_share
-            text += (f"; {share(fig.ratio)} of the {amount(expected, fig.unit)} expected "
-                     f"({share(expected_share)} of {amount(fig.reference.value, fig.unit)}, "
-                     f"{what})")
-        else:
-            text += f"; {share(fig.ratio)} of {amount(fig.reference.value, fig.unit)}, {what}"
+        text += (f"; {share(fig.ratio)} of {amount(fig.reference.value, fig.unit)}, "
+                 f"{fig.reference.what}")
     elif fig.verdict is None and fig.spec is None:
         text += "; no reference for this card"
     if fig.spec is not None and fig.spec is not fig.reference and fig.value is not None:

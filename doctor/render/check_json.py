@@ -13,8 +13,8 @@ SCHEMA = schemas.CHECK
 
 
 def _reference(ref: Optional[Reference]) -> Optional[dict[str, Any]]:
-    return None if ref is None else {"value": ref.value, "unit": ref.unit, "what": ref.what,
-                                     "source": ref.source}
+    return None if ref is None else {"value": round(ref.value, 4), "unit": ref.unit,
+                                     "what": ref.what, "source": ref.source}
 
 
 def figure_to_dict(f: Figure) -> dict[str, Any]:
