@@ -77,7 +77,8 @@ class Stress(Check):
                 f"{gpu.label}: {len(rates)} windows, bf16 GEMM {amount(median, 'TFLOP/s')} "
                 f"median, slowest {amount(slowest, 'TFLOP/s')} at {at:.0f} s "
                 f"({share(slowest / median)} of the median)"))
-            if slowest < deep_rules.SLOW_WINDOW_SHARE * median:
+            # the CPU test device shares its cores with everything else: no timing verdict
+            if slowest < deep_rules.SLOW_WINDOW_SHARE * median and gpu.vendor != "cpu":
                 warnings.append((f"{gpu.label}: the slowest window ran at "
                                  f"{share(slowest / median)} of the median "
                                  f"({amount(slowest, 'TFLOP/s')} at {at:.0f} s)", Fix(
