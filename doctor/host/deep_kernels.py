@@ -5,8 +5,7 @@ Standalone (standard library and torch; deep_child.py imports it from its own fo
 measurement warms up first, then times `repeats` runs of `iters` back-to-back operations
 between two device events (on the CPU device, between two perf_counter reads: its work is
 synchronous), and reports the rate of every run, their median and their spread. Inputs are
-random: a product of zeros runs faster than one of real data (ROCm's GEMM tuning guide and
-measurements on Hopper say the same), which would flatter the card.
+random: a product's rate depends on its data (zeros run faster), which would flatter the card.
 """
 
 from __future__ import annotations
