@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from rocmdoctor.facts.deep import deep_run, skip_reason
+from rocmdoctor.facts.deep import bus_of, deep_run, skip_reason
 from rocmdoctor.facts.deep_grade import amount, describe, graded, share, status_of, worst_of
 from rocmdoctor.facts.deep_results import GpuDeep
 from rocmdoctor.facts.pcie_link import gpu_link
@@ -41,7 +41,7 @@ class HostLink(Check):
         problems: list[tuple[str, str, Fix]] = []
         narrow: dict[int, str] = {}
         for gpu in run.gpus:
-            ref = self._link(host, gpu, findings, narrow)
+            ref = self._link(host, gpu, bus_of(host, gpu, len(run.gpus)), findings, narrow)
             for key, name, rate in (("host:h2d", "pinned host-to-device copy", gpu.h2d),
                                     ("host:d2h", "pinned device-to-host copy", gpu.d2h)):
                 if rate is None:
@@ -83,11 +83,11 @@ class HostLink(Check):
         return self.result(Status.PASS, summary, findings, figures=figures)
 
     @staticmethod
-    def _link(host: Host, gpu: GpuDeep, findings: list[Finding],
+    def _link(host: Host, gpu: GpuDeep, bus: Optional[str], findings: list[Finding],
               narrow: dict[int, str]) -> Optional[Reference]:
-        if not gpu.bus_id:
+        if not bus:
             return None
-        link = gpu_link(host, gpu.bus_id)
+        link = gpu_link(host, bus)
         if link is None:
             findings.append(Finding.info(f"{gpu.label}: its PCIe link is not readable"))
             return None

@@ -27,9 +27,19 @@ def recorded(name: str) -> dict[str, Any]:
     return json.loads((DEEP / name).read_text(encoding="utf-8"))
 
 
-def h200_python() -> dict[str, Any]:
+def _h200_snapshot() -> dict[str, Any]:
     with gzip.open(H200_SNAPSHOT, "rt", encoding="utf-8") as fh:
-        return dict(json.load(fh)["python"])
+        return dict(json.load(fh))
+
+
+def h200_python() -> dict[str, Any]:
+    return dict(_h200_snapshot()["python"])
+
+
+def h200_query_gpu() -> tuple[str, Any]:
+    """The real H200's `nvidia-smi --query-gpu=...` entry (its PCI address, UUID, limits)."""
+    return next((k, v) for k, v in _h200_snapshot()["commands"].items()
+                if k.startswith("nvidia-smi --query-gpu="))
 
 
 def command(result: Optional[dict[str, Any]], returncode: int = 0, stderr: str = "",
@@ -45,12 +55,13 @@ def h200_host(result: Optional[dict[str, Any]], stress_s: float = 0.0,
     pci_files, paths = sysfs()
     paths["/dev/nvidiactl"] = char_dev("root", "0666")
     key = DEEP_KEY + (f" --stress {stress_s:g}" if stress_s else "")
+    query, inventory = h200_query_gpu()
     snap = make_snapshot(
         files={**pci_files, **files}, paths=paths, kernel="6.18.44-fc-v973-gpu",
         python=h200_python(),
         commands={"dmesg": fixture_text(DMESG), "nvidia-smi -q": fixture_text(SMI),
                   "lspci -nn": {"returncode": 127, "stdout": "", "stderr": "lspci: not found"},
-                  key: entry if entry is not None else command(result)})
+                  query: inventory, key: entry if entry is not None else command(result)})
     absent = ["/sys/module/amdgpu", "/dev/kfd", "/proc/driver/nvidia/version", KFD_NODES]
     host = SnapshotHost(snap, absent=absent)
     host.deep_stress_s = stress_s

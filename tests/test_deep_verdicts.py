@@ -234,6 +234,16 @@ def test_a_low_rate_with_no_known_cause_says_so() -> None:
                              "vendor.", ("rocmdoctor check --deep --only gemm-rate -v",))
 
 
+def test_the_link_is_found_by_nvidia_smi_when_torch_gives_no_pci_address() -> None:
+    run = variant(recorded(H200))
+    run["gpus"][0]["bus_id"] = None  # a torch whose device properties carry no PCI ids
+    result = result_of(deep_report(h200_host(run)), "host-link")
+    assert result.status is Status.PASS
+    assert result.figures[0].reference is not None
+    assert result.figures[0].reference.what == (
+        "76 % of 63.02 GB/s, Gen5 x16 (32 GT/s) link, 63.02 GB/s per direction after encoding")
+
+
 def test_pcie_replays_during_the_run_are_a_warning() -> None:
     run = variant(recorded(H200))
     run["gpus"][0]["counters"]["after"]["pcie_replays"] = 512

@@ -47,6 +47,24 @@ class DeepRun:
         return next((g for g in self.gpus if g.index == index), None)
 
 
+def bus_of(host: Host, gpu: GpuDeep, count: int) -> Optional[str]:
+    """The GPU's PCI address: the child's (from torch), else, on NVIDIA, nvidia-smi's for the
+    GPU of the same UUID (or the only GPU), as "0000:01:00.0"."""
+    if gpu.bus_id:
+        return gpu.bus_id.lower()
+    if gpu.vendor != "nvidia":
+        return None
+    from rocmdoctor.facts.nvidia_gpus import nvidia_gpus
+
+    smi = nvidia_gpus(host).gpus
+    uid = (gpu.uuid or "").removeprefix("GPU-")
+    match = next((g for g in smi if uid and (g.uuid or "").removeprefix("GPU-") == uid), None)
+    if match is None and count == 1 and len(smi) == 1:
+        match = smi[0]
+    bus = match.pci_bus_id if match else None
+    return bus[-12:].lower() if bus and len(bus) >= 12 else None
+
+
 def deep_argv(stress_s: float = 0.0) -> list[str]:
     return [DEEP_TOOL] + (["--stress", f"{stress_s:g}"] if stress_s > 0 else [])
 

@@ -187,6 +187,7 @@ class GpuDeep:
     vendor: str
     bus_id: Optional[str]
     numa_node: Optional[int]
+    uuid: Optional[str]
     timer: str
     gemm: tuple[Gemm, ...]
     conv: tuple[Conv, ...]
@@ -250,7 +251,8 @@ def parse_gpu(value: Any, position: int) -> GpuDeep:
         index=position if index is None else index,
         name=_text(d.get("name")) or "GPU", arch=_text(d.get("arch")) or "?",
         vendor=_text(d.get("vendor")) or "?", bus_id=_text(d.get("bus_id")),
-        numa_node=_int(d.get("numa_node")), timer=_text(d.get("timer")) or "?",
+        numa_node=_int(d.get("numa_node")), uuid=_text(d.get("uuid")),
+        timer=_text(d.get("timer")) or "?",
         gemm=tuple(g for g in map(_gemm, _list(d.get("gemm"))) if g is not None),
         conv=tuple(c for c in map(_conv, _list(d.get("conv"))) if c is not None),
         conv_library=_text(_map(d.get("conv_settings")).get("library")),
