@@ -1,14 +1,21 @@
-"""Recall and precision of `rocmdoctor explain` over the pasted error texts in
-tests/fixtures/real/errors/ (the `# expect:` line of each header is the answer that counts).
+"""How right `rocmdoctor explain` is on the pasted error texts of tests/fixtures/real/errors/
+(the `# expect:` line of each header is the answer its thread reached, as an entry key and a
+piece of the fix).
 
-    python scripts/explain_score.py              # every fixture, each with the machine it names
-    python scripts/explain_score.py --heldout    # only the texts collected after the catalogue
-    python scripts/explain_score.py --no-host    # the text alone, no machine facts
-    python scripts/explain_score.py -v           # list every miss
+    python scripts/explain_score.py                  # every fixture, each with the machine it names
+    python scripts/explain_score.py --split test     # the held-out fifth of the newest collection
+    python scripts/explain_score.py --split novel    # texts from families nobody collected for
+    python scripts/explain_score.py --split train    # the rest of the newest collection
+    python scripts/explain_score.py --split fresh    # collected after the matchers: measured once
+    python scripts/explain_score.py --heldout        # the older held-out texts (`# heldout:`)
+    python scripts/explain_score.py --no-host        # the text alone, no machine facts
+    python scripts/explain_score.py -v               # list every text not answered right
 
-Recall: expected entries answered / expected entries. Precision: answers that were expected /
-all answers (an answer to an unrelated text counts against it). A fixture whose text carries
-no message (`expect: unknown`) counts as right when explain says it is an unknown GPU error.
+Each text is one of: right (the expected entries, in order, and the first carries the expected
+fix; for `expect: unknown` the honest not-known answer, for `expect: none` no GPU advice),
+right cause but another fix, no answer (not known, no cause guessed), wrong but only
+`possible`, or confidently wrong (an entry that was not expected, answered `likely`). Recall
+and precision count entries as before.
 """
 
 from __future__ import annotations
@@ -19,67 +26,84 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from rocmdoctor.explain import NOT_GPU, UNKNOWN_GPU, diagnose  # noqa: E402
+from rocmdoctor.explain import NOT_GPU, UNKNOWN_GPU, Diagnosis, diagnose  # noqa: E402
 from tests.explain_replay import Case, cases, replay  # noqa: E402
 from tests.helpers import fixture_header, fixture_text  # noqa: E402
+
+OUTCOMES = ("right", "other fix", "no answer", "wrong, possible", "confidently wrong")
+
+
+def split_of(c: Case) -> str:
+    header = fixture_header("errors/" + c.name)
+    for line in header.splitlines():
+        if line.startswith("# split:"):
+            return line.partition(":")[2].strip()
+    return ""
 
 
 def heldout(c: Case) -> bool:
     return "\n# heldout:" in fixture_header("errors/" + c.name)
 
 
+def outcome(c: Case, result: Diagnosis) -> str:
+    answers = [e.key for e in result.explanations]
+    unexpected = [e for e in result.explanations if e.key not in c.expect]
+    if any(e.confidence == "likely" for e in unexpected):
+        return "confidently wrong"
+    if unexpected:
+        return "wrong, possible"
+    if c.expect == ("none",):
+        return "right" if result.verdict == NOT_GPU else "no answer"
+    if c.expect == ("unknown",):
+        return "right" if result.verdict == UNKNOWN_GPU else "no answer"
+    if not answers:
+        return "no answer"
+    if answers != list(c.expect):
+        return "wrong, possible"
+    first = result.explanations[0]
+    return "right" if c.fix in "\n".join((first.fix.text, *first.fix.commands,
+                                          *first.notes)) else "other fix"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--heldout", action="store_true", help="only the held-out texts")
+    parser.add_argument("--split", choices=("train", "test", "novel", "fresh"),
+                        help="only the texts of one split of the newest collection")
+    parser.add_argument("--heldout", action="store_true", help="only the older held-out texts")
     parser.add_argument("--in-sample", action="store_true", help="only the texts the "
-                        "catalogue was built with")
+                        "catalogue was built with (no held-out, test, novel or fresh split)")
     parser.add_argument("--no-host", action="store_true", help="replay the text alone")
-    parser.add_argument("-v", "--verbose", action="store_true", help="list every miss")
+    parser.add_argument("-v", "--verbose", action="store_true", help="list every text not right")
     args = parser.parse_args()
     chosen = [c for c in cases()
-              if (not args.heldout or heldout(c)) and (not args.in_sample or not heldout(c))]
-    tp = fn = fp = exact = fix_ok = fix_asked = 0
-    unknown_ok = unknown_n = unrelated_ok = unrelated_n = 0
+              if (args.split is None or split_of(c) == args.split)
+              and (not args.heldout or heldout(c))
+              and (not args.in_sample or (not heldout(c)
+                                          and split_of(c) not in ("test", "novel", "fresh")))]
+    counts = dict.fromkeys(OUTCOMES, 0)
+    tp = fn = fp = 0
     misses = []
     for c in chosen:
         result = diagnose(fixture_text("errors/" + c.name)) if args.no_host else replay(c)
-        answers = [e.key for e in result.explanations]
-        if c.expect == ("none",):
-            unrelated_n += 1
-            unrelated_ok += result.verdict == NOT_GPU and not answers
-            fp += len(answers)
-            if answers:
-                misses.append(f"{c.name}: GPU advice {answers} for an unrelated text")
-            continue
-        if c.expect == ("unknown",):
-            unknown_n += 1
-            unknown_ok += result.verdict == UNKNOWN_GPU
-            fp += len(answers)
-            if result.verdict != UNKNOWN_GPU:
-                misses.append(f"{c.name}: {result.verdict} {answers}, expected unknown")
-            continue
-        expected = set(c.expect)
-        tp += len(expected & set(answers))
-        fn += len(expected - set(answers))
-        fp += len(set(answers) - expected)
-        exact += answers == list(c.expect)
-        if answers and answers[0] == c.expect[0]:
-            fix_asked += 1
-            first = result.explanations[0]
-            fix_ok += c.fix in "\n".join((first.fix.text, *first.fix.commands, *first.notes))
-        if answers != list(c.expect):
-            misses.append(f"{c.name}: {answers or result.verdict}, expected {list(c.expect)}")
-    known = len(chosen) - unknown_n - unrelated_n
+        got = outcome(c, result)
+        counts[got] += 1
+        answers = {e.key for e in result.explanations}
+        expected = set(c.expect) - {"none", "unknown"}
+        tp += len(expected & answers)
+        fn += len(expected - answers)
+        fp += len(answers - expected)
+        if got != "right":
+            said = [f"{e.key} ({e.confidence})" for e in result.explanations]
+            misses.append(f"{got}: {c.name}: {said or result.verdict}, expected {list(c.expect)}")
+    n = len(chosen)
     recall = tp / (tp + fn) if tp + fn else 1.0
     precision = tp / (tp + fp) if tp + fp else 1.0
-    print(f"texts: {len(chosen)} ({known} with a known message, {unknown_n} without one, "
-          f"{unrelated_n} unrelated){' - text alone' if args.no_host else ''}")
-    print(f"recall:    {recall:.1%}  ({tp} of {tp + fn} expected entries)")
-    print(f"precision: {precision:.1%}  ({tp} of {tp + fp} answers)")
-    print(f"exact:     {exact} of {known} texts answered with exactly the expected entries")
-    print(f"fix:       {fix_ok} of {fix_asked} first answers carry the expected fix")
-    print(f"unknown:   {unknown_ok} of {unknown_n} said to be an unknown GPU error")
-    print(f"unrelated: {unrelated_ok} of {unrelated_n} got no GPU advice")
+    print(f"texts: {n}{' - text alone' if args.no_host else ''}")
+    for name in OUTCOMES:
+        share = f"{counts[name] / n:.1%}" if n else "-"
+        print(f"{name + ':':<19}{counts[name]:>4}  ({share})")
+    print(f"recall:            {recall:.1%}  ({tp} of {tp + fn} expected entries)")
+    print(f"precision:         {precision:.1%}  ({tp} of {tp + fp} answers)")
     if args.verbose:
         print("\n".join(misses))
     return 0

@@ -21,7 +21,7 @@ from typing import Any
 import optuna
 
 from rocmdoctor.tuners import study as sd
-from rocmdoctor.tuners.result import trial_dict
+from rocmdoctor.tuners.codec import trial_dict
 
 MEASURED = ("ok", "pruned")  # a pruned trial was measured until clearly slower than the best
 
@@ -29,7 +29,7 @@ MEASURED = ("ok", "pruned")  # a pruned trial was measured until clearly slower 
 def load(db: str, study: str) -> list[tuple[optuna.trial.FrozenTrial, dict[str, Any]]]:
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     loaded = optuna.load_study(study_name=study, storage=f"sqlite:///{db}")
-    return [(t, trial_dict(t)) for t in loaded.get_trials(deepcopy=False)]
+    return [(t, trial_dict(sd.read_trial(t))) for t in loaded.get_trials(deepcopy=False)]
 
 
 def durations(trials: list[optuna.trial.FrozenTrial]) -> list[float]:

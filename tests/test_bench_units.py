@@ -284,7 +284,7 @@ Buffers:          310240 kB
 def test_a_cpu_run_may_take_what_is_free_to_it(cgroup_max: Optional[str],
                                               cgroup_current: Optional[str],
                                               expected: int) -> None:
-    from rocmdoctor.tuners.bench.worker import host_memory_limit
+    from rocmdoctor.tuners.bench.host_memory import host_memory_limit
 
     assert host_memory_limit(MEMINFO, cgroup_max, cgroup_current, 100 * 2**20) == expected
 
@@ -292,7 +292,7 @@ def test_a_cpu_run_may_take_what_is_free_to_it(cgroup_max: Optional[str],
 @given(st.text(), st.one_of(st.none(), st.text()), st.one_of(st.none(), st.text()))
 def test_the_memory_limit_never_raises(meminfo: str, cg_max: Optional[str],
                                        cg_cur: Optional[str]) -> None:
-    from rocmdoctor.tuners.bench.worker import host_memory_limit
+    from rocmdoctor.tuners.bench.host_memory import host_memory_limit
 
     limit = host_memory_limit(meminfo, cg_max, cg_cur, None)
     assert limit is None or limit >= 0
@@ -300,6 +300,6 @@ def test_the_memory_limit_never_raises(meminfo: str, cg_max: Optional[str],
 
 @pytest.mark.parametrize("text", ["MemAvailable: ²³ kB", "MemAvailable: " + "9" * 5000 + " kB"])
 def test_the_memory_limit_reads_odd_numbers_as_unknown(text: str) -> None:
-    from rocmdoctor.tuners.bench.worker import host_memory_limit
+    from rocmdoctor.tuners.bench.host_memory import host_memory_limit
 
     assert host_memory_limit(text, "9" * 5000, "²", None) is None

@@ -31,12 +31,15 @@ CAPTURED = Path(__file__).parent / "fixtures" / "captured"
 
 def expect(key: str, matched: str, notes: tuple[str, ...] = (),
            commands: Optional[tuple[str, ...]] = None,
-           needs_root: Optional[bool] = None) -> Explanation:
+           needs_root: Optional[bool] = None, line: int = 1,
+           confidence: str = "likely", fix: Optional[str] = None) -> Explanation:
     e = ENTRY[key]
     cmds = e.commands if commands is None else commands
     root = e.needs_root if needs_root is None else needs_root
     return Explanation(e.key, e.title, e.kind, matched, e.cause,
-                       Fix(e.fix, cmds, root, e.needs_relogin), e.check, e.source, notes)
+                       Fix(e.fix if fix is None else fix, cmds, root, e.needs_relogin),
+                       e.check, e.source, notes,
+                       confidence=confidence, line=line)
 
 
 def captured_text(name: str) -> str:
@@ -58,7 +61,7 @@ def test_ring_timeout_and_gpu_reset_from_dmesg() -> None:
     text = fixture_text("errors-dmesg-amdgpu-ring-sdma0-timeout-gpu-reset-smu-gfx1030.txt")
     assert explain_text(text) == [expect(
         "amdgpu-ring-timeout", "May 11 13:59:53 crash kernel: [drm:amdgpu_job_timedout "
-        "[amdgpu]] *ERROR* ring sdma0 timeout, signaled seq=5509, emitted seq=5512")]
+        "[amdgpu]] *ERROR* ring sdma0 timeout, signaled seq=5509, emitted seq=5512", line=2)]
 
 
 def test_mes_hang_replaces_the_generic_gpu_reset() -> None:
@@ -66,7 +69,8 @@ def test_mes_hang_replaces_the_generic_gpu_reset() -> None:
     assert "GPU reset begin!" in text
     assert explain_text(text) == [expect(
         "amdgpu-mes-hang",
-        "[40869.919369] amdgpu 0000:c3:00.0: amdgpu: MES failed to respond to msg=REMOVE_QUEUE")]
+        "[40869.919369] amdgpu 0000:c3:00.0: amdgpu: MES failed to respond to msg=REMOVE_QUEUE",
+        line=2)]
 
 
 def test_out_of_memory_request_larger_than_the_apu_capacity() -> None:
@@ -86,13 +90,15 @@ def test_memory_access_fault() -> None:
         "errors-memory-access-fault-gpu-node-gfx1201-kernel6.18-rocm7.12-nightly.txt")
     assert explain_text(text) == [expect(
         "memory-access-fault", "Memory access fault by GPU node-1 (Agent handle: 0x21df3df0) on "
-        "address 0x7fac37a5f000. Reason: Page not present or supervisor privilege.")]
+        "address 0x7fac37a5f000. Reason: Page not present or supervisor privilege.",
+        ("Possible: this message has more than one cause and the text does not say which.",),
+        confidence="possible")]
 
 
 def test_torchvision_nms_missing() -> None:
     text = captured_text("torchvision-nms-does-not-exist-tv0.28.0-torch2.13.0cpu.txt")
     assert explain_text(text) == [expect(
-        "torchvision-nms", "RuntimeError: operator torchvision::nms does not exist")]
+        "torchvision-nms", "RuntimeError: operator torchvision::nms does not exist", line=18)]
 
 
 def test_kfd_in_a_container_is_not_a_group_problem() -> None:
@@ -100,14 +106,14 @@ def test_kfd_in_a_container_is_not_a_group_problem() -> None:
     # device node): that line is not a failed open and must not count.
     text = fixture_text("rocminfo-fail-kfd-einval-container-nogroup-gfx942-rocm6.2.1.txt")
     assert explain_text(text) == [expect(
-        "kfd-open", "Unable to open /dev/kfd read-write: Invalid argument")]
+        "kfd-open", "Unable to open /dev/kfd read-write: Invalid argument", line=3)]
 
 
 def test_rock_module_not_loaded() -> None:
     text = fixture_text(
         "rocminfo-fail-rock-not-loaded-and-rocm-smi-driver-not-initialized-azure-nvv4.txt")
     assert explain_text(text) == [expect(
-        "rock-not-loaded", "ROCk module is NOT loaded, possibly no GPU devices")]
+        "rock-not-loaded", "ROCk module is NOT loaded, possibly no GPU devices", line=2)]
 
 
 def test_every_real_error_capture_is_recognised() -> None:
@@ -143,16 +149,30 @@ FRAGMENTED_NOTE = ("7.10 GiB is reserved by PyTorch but unallocated: the cache i
                    "an allocator setting helps.")
 
 
+NO_TARGET = ("Possible: the text names no GPU target (gfx); `rocminfo | grep -m1 gfx` says "
+             "which it is.")
+GFX1100_NATIVE = ("gfx1100 is a target ROCm supports natively (ROCm 6.0.0 and later list it): it "
+                  "needs no HSA_OVERRIDE_GFX_VERSION; the library in use was built without it.")
+# ...and the fix names no override either: the build of the program that raised it is the fix.
+GFX1100_FIX = ("Install a release of the program that raised it built with gfx1100 code; no "
+               "HSA_OVERRIDE_GFX_VERSION (ROCm supports gfx1100 itself).")
+
+
 def test_invalid_device_function_without_a_machine() -> None:
-    # torch's own hint "consider passing AMD_SERIALIZE_KERNEL=3" is not a setting left on
+    # torch's own hint "consider passing AMD_SERIALIZE_KERNEL=3" is not a setting left on; the
+    # text names no gfx target, so the answer is only possible and says what it lacks
     assert explain_text(INVALID_DEVICE_FUNCTION) == [expect(
-        "invalid-device-function", "torch.AcceleratorError: HIP error: invalid device function")]
+        "invalid-device-function", "torch.AcceleratorError: HIP error: invalid device function",
+        (NO_TARGET,), confidence="possible")]
 
 
 def test_no_binary_for_gpu_names_the_missing_target() -> None:
+    # gfx1100 is native: no override; the text is JAX's, not torch's, so no torch wheel line
     assert explain_text(NO_BINARY) == [expect(
         "no-binary-for-gpu", NO_BINARY.splitlines()[0],
-        ("The runtime found no code for gfx1100; the library carries code for gfx906.",))]
+        ("The runtime found no code for gfx1100; the library carries code for gfx906.",
+         GFX1100_NATIVE, "The text does not show torch: the program that raised it needs a "
+         "build with gfx1100 code."), fix=GFX1100_FIX)]
 
 
 def test_fragmented_out_of_memory_without_a_machine() -> None:
@@ -314,7 +334,7 @@ def test_torchvision_nms_with_torch_2_13_cpu_gives_the_paired_wheel() -> None:
         ("torch 2.13.0+cpu is installed beside torchvision 0.28.0; torch 2.13.0 pairs with "
          "torchvision 0.28.0.",),
         ("pip install --force-reinstall --no-deps torchvision==0.28.0 --index-url "
-         "https://download.pytorch.org/whl/cpu",))]
+         "https://download.pytorch.org/whl/cpu",), line=18)]
 
 
 def test_kfd_permission_names_the_user_and_the_missing_groups() -> None:
@@ -336,7 +356,7 @@ def test_mes_hang_with_an_override_set_here() -> None:
         ("HSA_OVERRIDE_GFX_VERSION=11.0.0 is set here; a wrong target causes exactly this.",
          "This machine runs Linux 6.10.0-rc1; `rocmdoctor check --only kernel-version` compares "
          "it with ROCm's supported kernels."),
-        ("unset HSA_OVERRIDE_GFX_VERSION", "sudo dmesg | grep -iE 'amdgpu|kfd'"))]
+        ("unset HSA_OVERRIDE_GFX_VERSION", "sudo dmesg | grep -iE 'amdgpu|kfd'"), line=2)]
 
 
 def test_a_setting_left_on_says_whether_it_is_set_here() -> None:
@@ -348,11 +368,14 @@ def test_a_setting_left_on_says_whether_it_is_set_here() -> None:
 
 def test_a_broken_machine_fact_falls_back_to_the_generic_answer() -> None:
     # A strict snapshot raises on anything it was not given: the GPU lookup fails, the
-    # answer keeps the facts from the message and the generic commands.
+    # answer keeps the facts from the message (the text's own gfx1100) and the generic
+    # commands.
     host = SnapshotHost(make_snapshot(python=TORCH_24_ROCM61), strict=True)
     assert explain_text(NO_BINARY, host) == [expect(
         "no-binary-for-gpu", NO_BINARY.splitlines()[0],
-        ("The runtime found no code for gfx1100; the library carries code for gfx906.",))]
+        ("The runtime found no code for gfx1100; the library carries code for gfx906.",
+         GFX1100_NATIVE, "The text does not show torch: the program that raised it needs a "
+         "build with gfx1100 code."), fix=GFX1100_FIX)]
 
 
 # --- the command line -----------------------------------------------------------------------
@@ -395,7 +418,7 @@ def test_cli_reads_a_file(tmp_path: Path) -> None:
     log.write_text("export HSA_OVERSUBSCRIBE=1\n", encoding="utf-8")
     result = CliRunner().invoke(cli(), ["--file", str(log), "--from", snapshot_file(tmp_path)])
     assert result.exit_code == 0
-    assert result.stdout.startswith("HSA_OVERSUBSCRIBE  [not-a-setting]\n")
+    assert result.stdout.startswith("HSA_OVERSUBSCRIBE  [not-a-setting, likely]\n")
 
 
 def test_cli_unrecognised_text_exits_1(tmp_path: Path) -> None:
@@ -418,4 +441,4 @@ def test_cli_bad_input_exits_2(tmp_path: Path) -> None:
 def test_cli_on_this_machine() -> None:
     result = CliRunner().invoke(cli(), ["export HSA_OVERSUBSCRIBE=1"])
     assert result.exit_code == 0
-    assert "HSA_OVERSUBSCRIBE  [not-a-setting]" in result.stdout
+    assert "HSA_OVERSUBSCRIBE  [not-a-setting, likely]" in result.stdout

@@ -9,6 +9,7 @@ import json
 import re
 import time
 from pathlib import Path
+from typing import Optional
 
 import pytest
 import typer
@@ -18,14 +19,14 @@ from typer.testing import CliRunner
 
 from rocmdoctor import explain as explain_module
 from rocmdoctor.checks.registry import all_checks
-from rocmdoctor.cli.explain import NOTHING, UNKNOWN, explain_command
+from rocmdoctor.cli.explain import NOTHING, explain_command
 from rocmdoctor.explain import NOT_GPU, RECOGNIZED, UNKNOWN_GPU, diagnose, explain_text, redact
 from rocmdoctor.explain.context import CONDITIONS
 from rocmdoctor.host.snapshot import SnapshotHost, save_snapshot
 from rocmdoctor.kb.errors import KNOWN_MESSAGES
 from rocmdoctor.kb.messages import KnownMessage
 from tests.explain_replay import Case, cases, host_for, replay
-from tests.helpers import fixture_text
+from tests.helpers import fixture_header, fixture_text
 
 ENTRY = {m.key: m for m in KNOWN_MESSAGES}
 CASES = cases()
@@ -34,8 +35,29 @@ CASES = cases()
 # --- the fixtures ---------------------------------------------------------------------------
 
 
+# Texts measured but never tuned on (scripts/explain_score.py --split fresh) must never get a
+# confidently wrong answer; they need not be right (docs/explain.md gives the figures). A text
+# whose header records a known miss (`# known-miss: key (confidence), ... | why`) must get
+# exactly that answer, so a change to it is seen.
+MEASURED = ("fresh",)
+
+
+def known_miss(c: Case) -> Optional[str]:
+    for line in fixture_header("errors/" + c.name).splitlines():
+        if line.startswith("# known-miss:"):
+            return line.partition(":")[2].partition("|")[0].strip()
+    return None
+
+
+def split_of(c: Case) -> str:
+    for line in fixture_header("errors/" + c.name).splitlines():
+        if line.startswith("# split:"):
+            return line.partition(":")[2].strip()
+    return ""
+
+
 def test_there_are_enough_real_texts() -> None:
-    assert len(CASES) >= 100
+    assert len(CASES) >= 300
     assert sum(not c.gpu_related for c in CASES) >= 15
     assert all(c.expect for c in CASES)
 
@@ -43,6 +65,16 @@ def test_there_are_enough_real_texts() -> None:
 @pytest.mark.parametrize("c", CASES, ids=[c.name for c in CASES])
 def test_fixture_gets_the_expected_answer(c: Case) -> None:
     result = replay(c)
+    recorded = known_miss(c)
+    if recorded is not None:
+        said = ", ".join(f"{e.key} ({e.confidence})" for e in result.explanations)
+        assert said == recorded
+        return
+    if split_of(c) in MEASURED:
+        wrong = [e.key for e in result.explanations
+                 if e.key not in c.expect and e.confidence == "likely"]
+        assert wrong == [], f"confidently wrong: {wrong}"
+        return
     if c.expect == ("none",):
         assert (result.verdict, result.explanations) == (NOT_GPU, [])
         return
@@ -64,6 +96,8 @@ def test_fixture_gets_the_expected_answer(c: Case) -> None:
 @pytest.mark.parametrize("c", CASES, ids=[c.name for c in CASES])
 def test_text_alone_tells_gpu_errors_from_unrelated_ones(c: Case) -> None:
     result = diagnose(fixture_text("errors/" + c.name))
+    if c.gpu_related and split_of(c) in MEASURED:
+        pytest.skip("measured, never tuned on: scripts/explain_score.py --split fresh counts it")
     if c.gpu_related:
         assert result.verdict in (RECOGNIZED, UNKNOWN_GPU)
     else:
@@ -277,9 +311,17 @@ def test_exit_codes_are_the_same_with_and_without_json(tmp_path: Path, text: str
 def test_cli_says_an_unknown_gpu_error_is_unknown_and_offers_the_report(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli(), ["HIP error: an operation nobody has seen before",
                                         "--from", snapshot(tmp_path)])
-    assert result.stdout == ""
-    assert result.stderr == (f"rocmdoctor: {UNKNOWN}\n"
-                             "  HIP error: an operation nobody has seen before\n")
+    query = "%22HIP+error%3A+an+operation+nobody+has+seen+before%22"
+    assert result.exit_code == 1 and result.stderr == ""
+    assert result.stdout == (
+        "not known to rocmdoctor  [unknown]\n"
+        "  seen:    line 1: HIP error: an operation nobody has seen before\n"
+        "  cause:   not known: rocmdoctor has no entry for this message and guesses no cause.\n"
+        "  fact:    none the text states (no target, library or version)\n"
+        "  confirm: rocmdoctor report (this machine's facts, to attach to an issue)\n"
+        '  search:  "HIP error: an operation nobody has seen before"\n'
+        f"           ROCm: https://github.com/ROCm/ROCm/issues?q={query}\n"
+        f"           PyTorch: https://github.com/pytorch/pytorch/issues?q={query}\n")
 
 
 def test_cli_gives_no_gpu_advice_for_a_program_error(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 
 from rocmdoctor.cli.app import app
 from rocmdoctor.tuners import confirm as cf
+from rocmdoctor.tuners.model import Trial
 from tests.helpers import char_dev, make_snapshot
 
 ETC_GROUP = "root:x:0:\nvideo:x:44:\nrender:x:110:\nalice:x:1000:\n"
@@ -76,9 +77,9 @@ def test_group_membership_by_numeric_gid_counts(tmp_path: Path) -> None:
 
 # --- the tuner's confirmation ------------------------------------------------------------------
 
-def _trial(number: int, throughput: float, baseline: bool = False) -> dict[str, Any]:
-    return {"number": number, "params": {"knob": number}, "throughput": throughput,
-            "precision": "fp32", "baseline": baseline}
+def _trial(number: int, throughput: float, baseline: bool = False) -> Trial:
+    return Trial(number=number, params={"knob": str(number)}, state="ok",
+                 throughput=throughput, precision="fp32", baseline=baseline)
 
 
 def test_confirmation_goes_on_while_one_of_several_candidates_is_undecided() -> None:
@@ -90,27 +91,27 @@ def test_confirmation_goes_on_while_one_of_several_candidates_is_undecided() -> 
               2: lambda r: 960.0 if r % 2 else 1080.0}
     asked: list[tuple[int, int]] = []
 
-    def measure(t: dict[str, Any], round_index: int) -> Optional[float]:
-        asked.append((t["number"], round_index))
-        return values[t["number"]](round_index)
+    def measure(t: Trial, round_index: int) -> Optional[float]:
+        asked.append((t.number, round_index))
+        return values[t.number](round_index)
 
     out = cf.confirm(base, [steady, swinging], [], measure, 3, 6, lambda keys: True)
-    assert out["rounds"] == 6
+    assert out.rounds == 6
     assert len(asked) == 18  # three configurations, six rounds
-    verdicts = {c["trial"]: c for c in out["candidates"]}
-    assert verdicts[1]["winner"] is True and verdicts[1]["pairs"] == 6
-    assert verdicts[2]["winner"] is False and verdicts[2]["pairs"] == 6
+    verdicts = {c.trial: c for c in out.candidates}
+    assert verdicts[1].winner is True and verdicts[1].pairs == 6
+    assert verdicts[2].winner is False and verdicts[2].pairs == 6
     # the undecided one first: the same
-    assert cf.confirm(base, [swinging, steady], [], measure, 3, 6, lambda keys: True)[
-        "rounds"] == 6
+    assert cf.confirm(base, [swinging, steady], [], measure, 3, 6,
+                      lambda keys: True).rounds == 6
     # no time for another round: the minimum only
     short = cf.confirm(base, [steady, swinging], [], measure, 3, 6, lambda keys: False)
-    assert short["rounds"] == 3
+    assert short.rounds == 3
     # both settled: no extra round
     settled = cf.confirm(base, [steady, _trial(3, 1200.0)], [],
-                         lambda t, r: {0: 1000.0, 1: 1500.0, 3: 1200.0}[t["number"]], 3, 6,
+                         lambda t, r: {0: 1000.0, 1: 1500.0, 3: 1200.0}[t.number], 3, 6,
                          lambda keys: True)
-    assert settled["rounds"] == 3
+    assert settled.rounds == 3
 
 
 # --- the tune's budget keeps room for the confirmation ------------------------------------------

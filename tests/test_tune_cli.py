@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from rocmdoctor.cli import tune as cli_tune
-from rocmdoctor.cli.tune import Progress, parse_duration, parse_sizes
+from rocmdoctor.cli.tune import parse_duration, parse_sizes
+from rocmdoctor.cli.tune_progress import Progress
 
 
 def _app() -> typer.Typer:
@@ -80,26 +81,31 @@ def test_usage_errors_exit_2_before_any_work() -> None:
 
 
 def test_progress_lines() -> None:
+    from rocmdoctor.tuners import events as ev
+
     out = io.StringIO()
     progress = Progress(out)
-    progress("plan", {"space": {"knobs": [{}, {}], "size": 4}, "sampler": "BruteForceSampler",
-                      "study": "tinycnn-abc", "finished": 1, "requeued": [1]})
-    progress("trial-start", {"number": 2, "changes": {"channels_last": "on"}, "finished": 1,
-                             "total": 4})
-    progress("trial-end", {"number": 2, "state": "ok", "message": "", "best": 2500.0,
-                           "metrics": {"throughput": 2345.67, "unit": "images"},
-                           "time_left": 754.2})
-    progress("trial-start", {"number": 3, "changes": {}, "finished": 2, "total": None})
-    progress("trial-end", {"number": 3, "state": "pruned", "best": 2500.0, "metrics": {},
-                           "message": "pruned: throughput below the other trials",
-                           "time_left": -3.0})
-    progress("trial-end", {"number": 4, "state": "oom", "best": None, "metrics": {},
-                           "message": "out of memory at batch 8", "time_left": 61.0})
-    progress("confirm-start", {"keys": [0, 2], "rounds": 3})
-    progress("confirm-run", {"trial": 0, "round": 0, "baseline": True, "throughput": 2000.0,
-                             "state": "ok", "time_left": 30.0})
-    progress("confirm-run", {"trial": 2, "round": 0, "baseline": False, "throughput": None,
-                             "state": "crashed", "time_left": 20.0})
+    progress(ev.Planned(study="tinycnn-abc", storage="sqlite:///x.db", knobs=2, size=4,
+                        sampler="BruteForceSampler", requeued=(1,), finished=1, total=4))
+    progress(ev.TrialStarted(number=2, params={}, changes={"channels_last": "on"}, gpu=None,
+                             finished=1, total=4, time_left=800.0))
+    progress(ev.TrialEnded(number=2, params={}, changes={}, gpu=None, state="ok", message="",
+                           throughput=2345.67, unit="images", best=2500.0, finished=2,
+                           total=4, time_left=754.2))
+    progress(ev.TrialStarted(number=3, params={}, changes={}, gpu=None, finished=2,
+                             total=None, time_left=700.0))
+    progress(ev.TrialEnded(number=3, params={}, changes={}, gpu=None, state="pruned",
+                           message="pruned: throughput below the other trials",
+                           throughput=None, unit=None, best=2500.0, finished=3, total=None,
+                           time_left=-3.0))
+    progress(ev.TrialEnded(number=4, params={}, changes={}, gpu=None, state="oom",
+                           message="out of memory at batch 8", throughput=None, unit=None,
+                           best=None, finished=4, total=None, time_left=61.0))
+    progress(ev.ConfirmStarted(trials=(0, 2), rounds=3))
+    progress(ev.ConfirmRan(trial=0, round=0, state="ok", throughput=2000.0, message="",
+                           baseline=True, time_left=30.0))
+    progress(ev.ConfirmRan(trial=2, round=0, state="crashed", throughput=None, message="",
+                           baseline=False, time_left=20.0))
     assert out.getvalue() == (
         "tune: 2 knobs, 4 configurations, BruteForceSampler, study tinycnn-abc, 1 already "
         "done\n"

@@ -3,6 +3,7 @@ interleaved re-measurement schedule and per-knob effects."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any, Optional
 
@@ -11,6 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rocmdoctor.tuners import confirm as cf
+from rocmdoctor.tuners.codec import from_dict, space_from, trial_from
+from rocmdoctor.tuners.model import Effect, PassedOver, Trial
 
 
 def test_t_quantiles_match_the_nist_table_and_the_normal_limit() -> None:
@@ -81,7 +84,7 @@ def test_rounds_rotate_skip_what_was_measured_and_stop_when_settled() -> None:
     assert cf.by_round(results, 5) == {0: 5.0, 1: 6.0, 2: 7.0}
 
 
-TRIALS: list[dict[str, Any]] = [
+TRIALS: list[Trial] = [trial_from(t) for t in [
     {"number": 0, "params": {"cl": "off", "prec": "fp32"}, "state": "ok", "throughput": 100.0,
      "precision": "fp32"},
     {"number": 1, "params": {"cl": "on", "prec": "fp32"}, "state": "ok", "throughput": 150.0,
@@ -92,27 +95,28 @@ TRIALS: list[dict[str, Any]] = [
      "precision": "bf16"},
     {"number": 4, "params": {"cl": "off", "prec": "fp16"}, "state": "oom", "throughput": None,
      "precision": "fp16"},
-]
-KNOBS = [{"name": "cl", "choices": ["off", "on"], "baseline": "off"},
-         {"name": "prec", "choices": ["fp32", "bf16", "fp16"], "baseline": "fp32"}]
+]]
+KNOBS = space_from({"knobs": [{"name": "cl", "choices": ["off", "on"], "baseline": "off"},
+                              {"name": "prec", "choices": ["fp32", "bf16", "fp16"],
+                               "baseline": "fp32"}]})
 
 
 def test_knob_effects_are_geometric_means_with_against_without() -> None:
     effects = cf.knob_effects(TRIALS, KNOBS)
     gm = math.sqrt
-    assert [(e["knob"], e["value"], e["n_with"], e["n_without"]) for e in effects] == [
+    assert [(e.knob, e.value, e.n_with, e.n_without) for e in effects] == [
         ("prec", "bf16", 2, 2), ("cl", "on", 2, 2), ("prec", "fp32", 2, 2),
         ("cl", "off", 2, 2)]
-    assert effects[0]["effect"] == pytest.approx(gm(400 * 200) / gm(100 * 150) - 1)  # +131 %
-    assert effects[1]["effect"] == pytest.approx(gm(150 * 400) / gm(100 * 200) - 1)  # +73 %
-    assert effects[2]["effect"] == pytest.approx(gm(100 * 150) / gm(400 * 200) - 1)
-    assert effects[0]["baseline"] is False and effects[2]["baseline"] is True
+    assert effects[0].effect == pytest.approx(gm(400 * 200) / gm(100 * 150) - 1)  # +131 %
+    assert effects[1].effect == pytest.approx(gm(150 * 400) / gm(100 * 200) - 1)  # +73 %
+    assert effects[2].effect == pytest.approx(gm(100 * 150) / gm(400 * 200) - 1)
+    assert effects[0].baseline is False and effects[2].baseline is True
 
 
 def test_candidates_are_the_fastest_plus_the_fastest_that_keeps_precision() -> None:
-    ok = [t for t in TRIALS if t["state"] == "ok"]
-    assert [t["number"] for t in cf.pick_candidates(TRIALS[0], ok, 1, "fp32")] == [2, 1]
-    assert [t["number"] for t in cf.pick_candidates(TRIALS[0], ok, 2, "bf16")] == [2, 3]
+    ok = [t for t in TRIALS if t.state == "ok"]
+    assert [t.number for t in cf.pick_candidates(TRIALS[0], ok, 1, "fp32")] == [2, 1]
+    assert [t.number for t in cf.pick_candidates(TRIALS[0], ok, 2, "bf16")] == [2, 3]
     assert cf.pick_candidates(TRIALS[0], [TRIALS[0]], 2, "fp32") == []
 
 
@@ -121,30 +125,30 @@ def test_confirm_judges_each_candidate_against_the_interleaved_baseline() -> Non
              2: [150.0, 152.0, 149.0, 151.0]}
     order: list[tuple[int, int]] = []
 
-    def measure(trial: dict[str, Any], round_index: int) -> Optional[float]:
-        order.append((trial["number"], round_index))
-        return table[trial["number"]][round_index]
+    def measure(trial: Trial, round_index: int) -> Optional[float]:
+        order.append((trial.number, round_index))
+        return table[trial.number][round_index]
 
-    stored = [{"trial": 0, "round": 0, "throughput": 100.0}]  # from an interrupted run
+    stored = [(0, 0, 100.0)]  # from an interrupted run
     result = cf.confirm(TRIALS[0], [TRIALS[2], TRIALS[1]], stored, measure, 3, 4,
                         time_for_round=lambda n: True)
     assert order[:2] == [(2, 0), (1, 0)] and (0, 0) not in order
-    assert result["rounds"] == 3  # both verdicts settled after the minimum
-    by_trial = {c["trial"]: c for c in result["candidates"]}
-    assert by_trial[2]["winner"] is True and by_trial[2]["pairs"] == 3
-    assert by_trial[2]["speedup"] == pytest.approx((150 * 152 * 149 / (100 * 101 * 99))
-                                                   ** (1 / 3))
-    assert by_trial[1]["winner"] is False
-    assert by_trial[1]["why"].startswith("the 95 % interval -")
+    assert result.rounds == 3  # both verdicts settled after the minimum
+    by_trial = {c.trial: c for c in result.candidates}
+    assert by_trial[2].winner is True and by_trial[2].pairs == 3
+    assert by_trial[2].speedup == pytest.approx((150 * 152 * 149 / (100 * 101 * 99))
+                                                ** (1 / 3))
+    assert by_trial[1].winner is False
+    assert by_trial[1].why.startswith("the 95 % interval -")
     # An open verdict (a 1 % gain inside a wide interval) earns rounds up to the maximum,
     # while time allows.
     table[1] = [101.0, 99.0, 102.0, 100.0]
     open_verdict = cf.confirm(TRIALS[0], [TRIALS[1]], [], measure, 3, 4, lambda n: True)
-    assert open_verdict["rounds"] == 4
+    assert open_verdict.rounds == 4
     no_time = cf.confirm(TRIALS[0], [TRIALS[1]], [], measure, 3, 4, lambda n: False)
-    assert no_time["rounds"] == 3
-    assert cf.confirm(None, [], [], measure, 3, 4, lambda n: True)["status"] == "no-baseline"
-    assert cf.confirm(TRIALS[0], [], [], measure, 3, 4, lambda n: True)["status"] == \
+    assert no_time.rounds == 3
+    assert cf.confirm(None, [], [], measure, 3, 4, lambda n: True).status == "no-baseline"
+    assert cf.confirm(TRIALS[0], [], [], measure, 3, 4, lambda n: True).status == \
         "nothing-to-confirm"
 
 
@@ -162,9 +166,9 @@ def test_speedup_interval_always_brackets_the_ratio(base: dict[int, float],
         assert s.low <= s.ratio * (1 + 1e-9) and s.ratio <= s.high * (1 + 1e-9)
 
 
-def _effect(knob: str, value: str, effect: float, n: tuple[int, int] = (2, 2)) -> dict[str, Any]:
-    return {"knob": knob, "value": value, "effect": effect, "n_with": n[0], "n_without": n[1],
-            "baseline": False}
+def _effect(knob: str, value: str, effect: float, n: tuple[int, int] = (2, 2)) -> Effect:
+    return Effect(knob=knob, value=value, effect=effect, n_with=n[0], n_without=n[1],
+                  baseline=False, mean_with=1.0 + effect, mean_without=1.0)
 
 
 def test_effects_that_contradict_the_verdict_or_rest_on_one_trial_are_marked() -> None:
@@ -172,7 +176,7 @@ def test_effects_that_contradict_the_verdict_or_rest_on_one_trial_are_marked() -
                _effect("prec", "fp16", 0.01), _effect("cl", "off", 0.20, (1, 1))]
     # the confirmed best changes only prec to bf16 (so it keeps cl off)
     marked = cf.mark_effects(effects, KNOBS, {"prec": "bf16"}, noise_cv=0.005)
-    assert [(e["knob"], e["value"], e["thin"], e["contradicts"], e["note"]) for e in marked] == [
+    assert [(e.knob, e.value, e.thin, e.contradicts, e.note) for e in marked] == [
         ("cl", "on", False, True, "the confirmed best uses off instead"),
         ("prec", "bf16", False, True, "the confirmed best uses it all the same"),
         ("prec", "fp16", False, False, ""),  # +1 %: under the floor, not a contradiction
@@ -180,13 +184,13 @@ def test_effects_that_contradict_the_verdict_or_rest_on_one_trial_are_marked() -
     ]
     # no winner: a large gain of another value is not borne out; the noise raises the floor
     marked = cf.mark_effects(effects, KNOBS, None, noise_cv=0.12)
-    assert [(e["value"], e["contradicts"]) for e in marked] == [
+    assert [(e.value, e.contradicts) for e in marked] == [
         ("on", True), ("bf16", False), ("fp16", False), ("off", False)]
-    assert marked[0]["note"] == ("not borne out: no configuration beat your settings when "
-                                 "re-measured")
+    assert marked[0].note == ("not borne out: no configuration beat your settings when "
+                              "re-measured")
     # nothing was re-measured: no verdict to contradict, thin still said
     marked = cf.mark_effects(effects, KNOBS, None, noise_cv=None, confirmed=False)
-    assert [e["note"] for e in marked] == ["", "", "", "one trial against one"]
+    assert [e.note for e in marked] == ["", "", "", "one trial against one"]
 
 
 # --- held by mutation testing (scripts/mutation.sh) ----------------------------------------------
@@ -221,10 +225,10 @@ def test_every_t_quantile_is_the_975th_percentile(df: int) -> None:
 
 
 def test_the_fastest_of_the_users_precision_is_the_one_added() -> None:
-    trials = [{"number": n, "params": {"k": n}, "throughput": tp, "precision": p}
+    trials = [Trial(number=n, params={"k": str(n)}, state="ok", throughput=tp, precision=p)
               for n, tp, p in ((0, 100.0, "fp32"), (1, 300.0, "bf16"), (2, 200.0, "fp32"),
                                (3, 150.0, "fp32"))]
-    assert [t["number"] for t in cf.pick_candidates(trials[0], trials, 1, "fp32")] == [1, 2]
+    assert [t.number for t in cf.pick_candidates(trials[0], trials, 1, "fp32")] == [1, 2]
 
 
 def test_one_round_leaves_a_candidate_unsettled_and_unjudged() -> None:
@@ -236,18 +240,17 @@ def test_one_round_leaves_a_candidate_unsettled_and_unjudged() -> None:
 
 
 def test_a_candidate_that_never_finishes_a_round_gets_no_verdict() -> None:
-    base = {"number": 0, "params": {}, "throughput": 100.0}
-    broken = {"number": 1, "params": {"k": 1}, "throughput": 200.0, "precision": "fp32"}
-    out = cf.confirm(base, [broken], [], lambda t, r: 100.0 if t["number"] == 0 else None,
+    base = Trial(number=0, params={}, state="ok", throughput=100.0)
+    broken = Trial(number=1, params={"k": "1"}, state="ok", throughput=200.0, precision="fp32")
+    out = cf.confirm(base, [broken], [], lambda t, r: 100.0 if t.number == 0 else None,
                      2, 4, lambda keys: True)
-    (verdict,) = out["candidates"]
-    assert (verdict["speedup"], verdict["low"], verdict["high"], verdict["pairs"],
-            verdict["winner"], verdict["why"]) == (None, None, None, 0, False,
-                                                   "no round measured both")
-    assert out["rounds"] == 2
+    (verdict,) = out.candidates
+    assert (verdict.speedup, verdict.low, verdict.high, verdict.pairs, verdict.winner,
+            verdict.why) == (None, None, None, 0, False, "no round measured both")
+    assert out.rounds == 2
 
 
-def _h200(name: str) -> dict[str, Any]:
+def _h200(name: str) -> Any:
     """A plain `rocmdoctor tune --model <name>` on an H200, its --output as written
     (docs/benchmarks.md, "The plain command, default budget")."""
     import json
@@ -256,31 +259,30 @@ def _h200(name: str) -> dict[str, Any]:
     path = os.path.join(os.path.dirname(__file__), "..", "docs", "data",
                         f"tune-{name}-h200-plain-15m.json")
     with open(path, encoding="utf-8") as fh:
-        return json.load(fh)
+        return from_dict(json.load(fh))
 
 
 def test_a_change_that_buys_nothing_measurable_is_not_picked() -> None:
     """ResNet-50 on the H200: trial 10 is trial 2 plus expandable_segments, 0.05 % faster
     over the two interleaved rounds (the interval -0.3 % to +0.3 %): trial 2 is the pick,
     one change fewer, and the note says what it was preferred to and why."""
-    conf = _h200("resnet50")["confirmation"]
-    winners = [c for c in conf["candidates"] if c["winner"]]
-    assert [(c["trial"], len(c["changes"])) for c in winners] == [(2, 6), (10, 7), (3, 5)]
-    best, over = cf.pick_best(winners, conf["runs"], conf["noise_cv"])
-    assert best is not None and best["trial"] == 2
-    assert over == {"trial": 10, "ratio": pytest.approx(1.000455, abs=1e-6),
-                    "low": pytest.approx(0.997425, abs=1e-6),
-                    "high": pytest.approx(1.003495, abs=1e-6),
-                    "why": "the 95 % interval -0.3% to +0.3% includes no gain",
-                    "changes": 6, "its_changes": 7}
+    conf = _h200("resnet50").confirmation
+    winners = [c for c in conf.candidates if c.winner]
+    assert [(c.trial, len(c.changes)) for c in winners] == [(2, 6), (10, 7), (3, 5)]
+    best, over = cf.pick_best(winners, conf.runs, conf.noise_cv)
+    assert best is not None and best.trial == 2
+    assert over == PassedOver(trial=10, ratio=pytest.approx(1.000455, abs=1e-6),
+                              low=pytest.approx(0.997425, abs=1e-6),
+                              high=pytest.approx(1.003495, abs=1e-6),
+                              why="the 95 % interval -0.3% to +0.3% includes no gain",
+                              changes=6, its_changes=7)
     # the same runs, trial 10 3 % faster in each round: then its extra change is worth it
-    faster = [{**r, "throughput": r["throughput"] * 1.03} if r["trial"] == 10 else r
-              for r in conf["runs"]]
-    assert cf.pick_best(winners, faster, conf["noise_cv"]) == (winners[1], None)
+    faster = [(k, r, v * 1.03) if k == 10 else (k, r, v) for k, r, v in conf.runs]
+    assert cf.pick_best(winners, faster, conf.noise_cv) == (winners[1], None)
     # fp32's best (trial 3, five changes) is 2 x slower: never "as fast"
-    assert cf.pick_best([winners[0], winners[2]], conf["runs"], conf["noise_cv"]) == (
+    assert cf.pick_best([winners[0], winners[2]], conf.runs, conf.noise_cv) == (
         winners[0], None)
-    assert cf.pick_best([], conf["runs"], conf["noise_cv"]) == (None, None)
+    assert cf.pick_best([], conf.runs, conf.noise_cv) == (None, None)
 
 
 def test_the_best_at_your_batch_size_is_confirmed_too() -> None:
@@ -288,14 +290,14 @@ def test_the_best_at_your_batch_size_is_confirmed_too() -> None:
     at 3,022.7 images/s but was not re-measured, so the result could not name the best that
     keeps your batch size. It is a candidate now, beside the two fastest."""
     tune = _h200("vit_b_16")
-    ok = [t for t in tune["trials"] if t["state"] == "ok"]
-    assert [(t["number"], t["params"]["batch_size"], round(t["throughput"], 1)) for t in ok] == [
+    ok = [t for t in tune.trials if t.state == "ok"]
+    assert [(t.number, t.params["batch_size"], round(t.throughput, 1)) for t in ok] == [
         (0, "64", 363.4), (1, "1024", 3536.4), (2, "1024", 3462.1), (7, "64", 3022.7)]
-    picked = cf.pick_candidates(tune["baseline"], ok, 2, "fp32", 64)
-    assert [t["number"] for t in picked] == [1, 2, 7]
-    assert [t["number"] for t in cf.pick_candidates(tune["baseline"], ok, 2, "fp32")] == [1, 2]
+    picked = cf.pick_candidates(tune.baseline, ok, 2, "fp32", 64)
+    assert [t.number for t in picked] == [1, 2, 7]
+    assert [t.number for t in cf.pick_candidates(tune.baseline, ok, 2, "fp32")] == [1, 2]
     # one that is among the fastest already is not added twice
-    assert [t["number"] for t in cf.pick_candidates(tune["baseline"], ok, 3, "fp32", 64)] == [
+    assert [t.number for t in cf.pick_candidates(tune.baseline, ok, 3, "fp32", 64)] == [
         1, 2, 7]
 
 
@@ -308,10 +310,9 @@ def test_a_gain_equal_to_the_noise_is_within_it() -> None:
 def test_of_two_simpler_equals_the_faster_is_picked() -> None:
     """Beside trial 2 a copy of it 0.1 % slower in each round (as many changes): both are as
     fast as trial 10 as far as the rounds tell; trial 2, the faster of the two, is picked."""
-    conf = _h200("resnet50")["confirmation"]
-    winners = {c["trial"]: c for c in conf["candidates"] if c["winner"]}
-    copy = {**winners[2], "trial": 11, "speedup": winners[2]["speedup"] * 0.999}
-    runs = conf["runs"] + [{**r, "trial": 11, "throughput": r["throughput"] * 0.999}
-                           for r in conf["runs"] if r["trial"] == 2]
-    best, over = cf.pick_best([copy, winners[10], winners[2]], runs, conf["noise_cv"])
-    assert best is winners[2] and over is not None and over["trial"] == 10
+    conf = _h200("resnet50").confirmation
+    winners = {c.trial: c for c in conf.candidates if c.winner}
+    copy = dataclasses.replace(winners[2], trial=11, speedup=winners[2].speedup * 0.999)
+    runs = list(conf.runs) + [(11, r, v * 0.999) for k, r, v in conf.runs if k == 2]
+    best, over = cf.pick_best([copy, winners[10], winners[2]], runs, conf.noise_cv)
+    assert best is winners[2] and over is not None and over.trial == 10

@@ -183,7 +183,7 @@ def test_unknown_knob_is_a_usage_error(tmp_path: Path) -> None:
 
 
 def test_probe_reports_this_machine_and_refuses_a_missing_gpu(tmp_path: Path) -> None:
-    from rocmdoctor.tuners.knobs import ProbeError, probe_platform
+    from rocmdoctor.tuners.platform import ProbeError, probe_platform
 
     env = _env(tmp_path)
     cpu = probe_platform("auto", None, env)
@@ -201,6 +201,7 @@ def test_tunableop_trial_tunes_once_then_replays(tmp_path: Path) -> None:
     measured run is what matters)."""
     from rocmdoctor.tuners import knobs as kb
     from rocmdoctor.tuners.bench.spec import BenchSpec
+    from rocmdoctor.tuners.model import Platform
     from rocmdoctor.tuners.space import PlannedKnob, SearchSpace, materialize
     from rocmdoctor.tuners.tune import TuneOptions, Tuner
 
@@ -208,10 +209,10 @@ def test_tunableop_trial_tunes_once_then_replays(tmp_path: Path) -> None:
     space = SearchSpace("tunableop", (PlannedKnob(knob, ("off", "on"), "off"),), ())
     spec = BenchSpec(model="tinycnn", device="cpu", batch_size=8, image_size=32, steps=2,
                      warmup=1)
-    platform = kb.Platform(kind="cpu", torch="2.13.0+cpu")
+    platform = Platform(kind="cpu", torch="2.13.0+cpu")
     plan = materialize(space, {"tunableop": "on"}, spec, platform, {}, str(tmp_path / "7"))
     tuner = Tuner(TuneOptions(spec=spec), _env(tmp_path))
-    outcome, one_time = tuner._run_plan(plan, 120.0, None)
+    outcome, one_time = tuner.runner.run(plan, 120.0, None)
     assert outcome.state == "ok", outcome.stderr_tail
     assert one_time is not None and one_time > 0
     assert outcome.result is not None
@@ -226,8 +227,8 @@ def test_a_trial_inherits_the_environment_given_to_the_tune_not_os_environ(
         tmp_path: Path) -> None:
     """run_tune(options, env): the trials run in `env`, whatever this process's os.environ
     holds (a library caller passes the environment it wants tuned)."""
-    from rocmdoctor.tuners import knobs as kb
     from rocmdoctor.tuners.bench.spec import BenchSpec
+    from rocmdoctor.tuners.model import Platform
     from rocmdoctor.tuners.space import SearchSpace, materialize
     from rocmdoctor.tuners.tune import TuneOptions, Tuner
 
@@ -240,9 +241,9 @@ def test_a_trial_inherits_the_environment_given_to_the_tune_not_os_environ(
     os.environ["OMP_NUM_THREADS"] = "3"  # in this process only: the trial must not see it
     try:
         plan = materialize(SearchSpace("none", (), ()), {}, spec,
-                           kb.Platform(kind="cpu", torch="2.13.0+cpu"), env,
+                           Platform(kind="cpu", torch="2.13.0+cpu"), env,
                            str(tmp_path / "1"))
-        outcome, _ = Tuner(TuneOptions(spec=spec), env)._run_plan(plan, 120.0, None)
+        outcome, _ = Tuner(TuneOptions(spec=spec), env).runner.run(plan, 120.0, None)
     finally:
         if saved is None:
             del os.environ["OMP_NUM_THREADS"]

@@ -3,16 +3,38 @@ summary and the HTML page. The result below is what a ResNet-50 tune on an MI300
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 from typing import Any
 
 import pytest
 
+from rocmdoctor.tuners import export, html
 from rocmdoctor.tuners.bench.spec import BenchSpec
-from rocmdoctor.tuners.export import env_file_text, render_summary
-from rocmdoctor.tuners.html import render_html
-from rocmdoctor.tuners.result import how_to_apply
+from rocmdoctor.tuners.codec import from_dict, space_from
+from rocmdoctor.tuners.result import how_to_apply as _how_to_apply
+
+# The renderers take the result as the codec reads it from tune/1 JSON; the tests below
+# build and change that JSON, then render it.
+
+
+def env_file_text(r: dict[str, Any]) -> str:
+    return export.env_file_text(from_dict(r))
+
+
+def render_summary(r: dict[str, Any], outputs: list[str]) -> str:
+    return export.render_summary(from_dict(r), outputs)
+
+
+def render_html(r: dict[str, Any]) -> str:
+    return html.render_html(from_dict(r))
+
+
+def how_to_apply(space: dict[str, Any], *args: Any) -> dict[str, Any]:
+    applied = _how_to_apply(space_from(space), *args)
+    return {"env": dict(applied.env), "python": list(applied.python),
+            "notes": list(applied.notes)}
 
 SPACE: dict[str, Any] = {
     "name": "default", "size": 48,
@@ -321,7 +343,7 @@ def test_the_tune_command_prints_and_writes_nothing_personal(
     result["trials"][4]["message"] = f"pruned at {home}/train.py with HF_TOKEN={token}"
     monkeypatch.setenv("HOME", home)
     monkeypatch.setenv("USER", user)
-    monkeypatch.setattr(tune_module, "run_tune", lambda *args, **kwargs: result)
+    monkeypatch.setattr(tune_module, "run_tune", lambda *args, **kwargs: from_dict(result))
     out = {name: tmp_path / name for name in ("r.json", "best.env", "r.html")}
     done = CliRunner().invoke(app, ["tune", "--model", "resnet50", "--output", str(out["r.json"]),
                                     "--export", str(out["best.env"]),
@@ -345,10 +367,14 @@ def test_the_summary_and_the_page_say_why_the_pick_is_not_the_fastest() -> None:
 
     with open(H200_TUNE, encoding="utf-8") as fh:
         r = json.load(fh)
-    conf = r["confirmation"]
-    best, over = cf.pick_best([c for c in conf["candidates"] if c["winner"]], conf["runs"],
-                              conf["noise_cv"])
-    r["verdict"] = {**r["verdict"], "best_overall": best, "passed_over": over}
+    confirmation = from_dict(r).confirmation
+    best, over = cf.pick_best([c for c in confirmation.candidates if c.winner],
+                              confirmation.runs, confirmation.noise_cv)
+    assert best is not None and over is not None
+    from rocmdoctor.tuners.codec import candidate_dict
+
+    r["verdict"] = {**r["verdict"], "best_overall": candidate_dict(best),
+                    "passed_over": dataclasses.asdict(over)}
     line = ("  trial 2 rather than trial 10: as fast as far as the confirmation can tell "
             "(trial 10 against it: the 95 % interval -0.3% to +0.3% includes no gain), with 6 "
             "changes instead of 7")

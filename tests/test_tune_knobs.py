@@ -9,22 +9,24 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rocmdoctor.tuners import knobs as kb
+from rocmdoctor.tuners import rules
 from rocmdoctor.tuners.bench.spec import BenchSpec
+from rocmdoctor.tuners.model import Platform
 from rocmdoctor.tuners.space import PlannedKnob, SearchSpace, materialize, plan_space
 
-MI300X = kb.Platform(kind="rocm", torch="2.9.1+rocm6.4", hip="6.4.43482-0f2d60242",
+MI300X = Platform(kind="rocm", torch="2.9.1+rocm6.4", hip="6.4.43482-0f2d60242",
                      device="AMD Instinct MI300X", arch="gfx942", cpu_count=64,
                      torch_threads=32)
-RX7900 = kb.Platform(kind="rocm", torch="2.13.0+rocm7.2", hip="7.2.53211",
+RX7900 = Platform(kind="rocm", torch="2.13.0+rocm7.2", hip="7.2.53211",
                      device="AMD Radeon RX 7900 XTX", arch="gfx1100", cpu_count=16,
                      torch_threads=8)
-ROCM26 = kb.Platform(kind="rocm", torch="2.6.0+rocm6.2.4", hip="6.2.41134-65d174c3e",
+ROCM26 = Platform(kind="rocm", torch="2.6.0+rocm6.2.4", hip="6.2.41134-65d174c3e",
                      device="AMD Instinct MI210", arch="gfx90a", cpu_count=32)
-H200 = kb.Platform(kind="cuda", torch="2.11.0+cu130", cuda="13.0", device="NVIDIA H200",
+H200 = Platform(kind="cuda", torch="2.11.0+cu130", cuda="13.0", device="NVIDIA H200",
                    arch="sm_90", cpu_count=16)
-T4 = kb.Platform(kind="cuda", torch="2.9.1+cu128", cuda="12.8", device="Tesla T4",
+T4 = Platform(kind="cuda", torch="2.9.1+cu128", cuda="12.8", device="Tesla T4",
                  arch="sm_75", cpu_count=8)
-CPU = kb.Platform(kind="cpu", torch="2.13.0+cpu", device="cpu", cpu_count=8, torch_threads=8)
+CPU = Platform(kind="cpu", torch="2.13.0+cpu", device="cpu", cpu_count=8, torch_threads=8)
 
 
 def _knob(space: SearchSpace, name: str) -> PlannedKnob:
@@ -203,28 +205,29 @@ def test_materialize_builds_spec_environment_and_trial_folders() -> None:
 
 
 def test_allocator_variable_follows_the_user_then_the_torch_version() -> None:
-    assert kb.alloc_var(RX7900, {}) == "PYTORCH_ALLOC_CONF"
-    assert kb.alloc_var(MI300X, {}) == "PYTORCH_CUDA_ALLOC_CONF"  # pytorch#183387 in 2.9.1
-    assert kb.alloc_var(RX7900, {"PYTORCH_HIP_ALLOC_CONF": "x:1"}) == "PYTORCH_HIP_ALLOC_CONF"
-    assert kb.merge_alloc("expandable_segments:False, roundup_power2_divisions:4",
+    assert rules.alloc_var(RX7900, {}) == "PYTORCH_ALLOC_CONF"
+    assert rules.alloc_var(MI300X, {}) == "PYTORCH_CUDA_ALLOC_CONF"  # pytorch#183387 in 2.9.1
+    assert rules.alloc_var(RX7900, {"PYTORCH_HIP_ALLOC_CONF": "x:1"}) == "PYTORCH_HIP_ALLOC_CONF"
+    assert rules.merge_alloc("expandable_segments:False, roundup_power2_divisions:4",
                           "expandable_segments:True") == \
         "roundup_power2_divisions:4,expandable_segments:True"  # torch's tokenizer drops spaces
-    assert kb.merge_alloc("", "expandable_segments:True") == "expandable_segments:True"
+    assert rules.merge_alloc("", "expandable_segments:True") == "expandable_segments:True"
 
 
 def test_versions_and_defaults() -> None:
-    assert str(kb.release("2.9.1+rocm6.4")) == "2.9.1"
-    assert str(kb.release("6.4.43482-0f2d60242")) == "6.4"
-    assert str(kb.release("7.2.53211")) == "7.2"
-    assert kb.release("rocm") is None and kb.release(None) is None
-    assert kb.at_least("2.12.0a0+git1234", "2.12") and not kb.at_least("2.11.1", "2.12")
-    assert kb.setting_default("cudnn_benchmark", ROCM26) is True
-    assert kb.setting_default("cudnn_benchmark", RX7900) is False
-    assert kb.setting_default("cudnn_benchmark", CPU) is None
+    # the probe's version parser (facts/torch.py), a HIP build number no patch level
+    assert rules.release("2.9.1+rocm6.4") == (2, 9, 1)
+    assert rules.release("6.4.43482-0f2d60242") == (6, 4)
+    assert rules.release("7.2.53211") == (7, 2)
+    assert rules.release("rocm") is None and rules.release(None) is None
+    assert rules.at_least("2.12.0a0+git1234", "2.12") and not rules.at_least("2.11.1", "2.12")
+    assert rules.setting_default("cudnn_benchmark", ROCM26) is True
+    assert rules.setting_default("cudnn_benchmark", RX7900) is False
+    assert rules.setting_default("cudnn_benchmark", CPU) is None
 
 
 def test_environment_warnings_name_debug_variables() -> None:
-    assert kb.environment_warnings({"AMD_SERIALIZE_KERNEL": "3", "MIOPEN_LOG_LEVEL": "4"}) == [
+    assert rules.environment_warnings({"AMD_SERIALIZE_KERNEL": "3", "MIOPEN_LOG_LEVEL": "4"}) == [
         "your environment sets AMD_SERIALIZE_KERNEL=3, which serializes every kernel launch; "
         "every trial inherits it, so all numbers are slower than they need be "
         "(https://github.com/ROCm/rocm-systems/blob/develop/projects/clr/rocclr/utils/flags.hpp)"]
@@ -243,39 +246,39 @@ def test_every_knob_has_a_source_and_a_default_first() -> None:
 
 @given(st.text(max_size=40))
 def test_version_parsing_never_raises(text: str) -> None:
-    version = kb.release(text)
-    assert version is None or str(version)[0].isdigit()
-    assert kb.at_least(text, "2.9") in (True, False)
+    version = rules.release(text)
+    assert version is None or all(isinstance(n, int) for n in version)
+    assert rules.at_least(text, "2.9") in (True, False)
 
 
 def test_the_allocator_variable_is_the_one_this_torch_reads() -> None:
     """torch >= 2.10 reads PYTORCH_CUDA_ALLOC_CONF before PYTORCH_ALLOC_CONF (kb/allocator.py
     PRECEDENCE): with both set, a trial must patch the CUDA one, or its option is ignored."""
-    new = kb.Platform(kind="rocm", torch="2.13.0+rocm7.1", hip="7.1.25424")
+    new = Platform(kind="rocm", torch="2.13.0+rocm7.1", hip="7.1.25424")
     both = {"PYTORCH_ALLOC_CONF": "garbage_collection_threshold:0.6",
             "PYTORCH_CUDA_ALLOC_CONF": "max_split_size_mb:256"}
-    assert kb.alloc_var(new, both) == "PYTORCH_CUDA_ALLOC_CONF"
+    assert rules.alloc_var(new, both) == "PYTORCH_CUDA_ALLOC_CONF"
     # An empty variable still shadows the later ones (torch reads "set", not "non-empty").
-    assert kb.alloc_var(new, {"PYTORCH_CUDA_ALLOC_CONF": "", "PYTORCH_ALLOC_CONF": "x:1"}) == \
+    assert rules.alloc_var(new, {"PYTORCH_CUDA_ALLOC_CONF": "", "PYTORCH_ALLOC_CONF": "x:1"}) == \
         "PYTORCH_CUDA_ALLOC_CONF"
     # torch 2.8 and 2.9 read PYTORCH_ALLOC_CONF first.
-    mid = kb.Platform(kind="cuda", torch="2.9.1+cu128", cuda="12.8")
-    assert kb.alloc_var(mid, both) == "PYTORCH_ALLOC_CONF"
+    mid = Platform(kind="cuda", torch="2.9.1+cu128", cuda="12.8")
+    assert rules.alloc_var(mid, both) == "PYTORCH_ALLOC_CONF"
     # Before 2.8 a CUDA build reads only PYTORCH_CUDA_ALLOC_CONF.
-    old = kb.Platform(kind="cuda", torch="2.5.1+cu124", cuda="12.4")
-    assert kb.alloc_var(old, {"PYTORCH_ALLOC_CONF": "x:1"}) == "PYTORCH_CUDA_ALLOC_CONF"
+    old = Platform(kind="cuda", torch="2.5.1+cu124", cuda="12.4")
+    assert rules.alloc_var(old, {"PYTORCH_ALLOC_CONF": "x:1"}) == "PYTORCH_CUDA_ALLOC_CONF"
     # Nothing set: the variable this torch reads reliably (pytorch#183387).
-    assert kb.alloc_var(new, {}) == "PYTORCH_ALLOC_CONF"
+    assert rules.alloc_var(new, {}) == "PYTORCH_ALLOC_CONF"
 
 
 def test_merging_an_allocator_option_keeps_bracketed_lists_whole() -> None:
     current = "roundup_power2_divisions:[256:1,512:2],max_split_size_mb:128"
-    assert kb.merge_alloc(current, "expandable_segments:True") == (
+    assert rules.merge_alloc(current, "expandable_segments:True") == (
         "roundup_power2_divisions:[256:1,512:2],max_split_size_mb:128,expandable_segments:True")
-    assert kb.merge_alloc(current, "max_split_size_mb:512") == (
+    assert rules.merge_alloc(current, "max_split_size_mb:512") == (
         "roundup_power2_divisions:[256:1,512:2],max_split_size_mb:512")
     # Replacing the bracketed option itself: a comma split left "512:2]" behind.
-    assert kb.merge_alloc(current, "roundup_power2_divisions:4") == (
+    assert rules.merge_alloc(current, "roundup_power2_divisions:4") == (
         "max_split_size_mb:128,roundup_power2_divisions:4")
-    assert kb.merge_alloc(" max_split_size_mb : 64 ,", "max_split_size_mb:512") == (
+    assert rules.merge_alloc(" max_split_size_mb : 64 ,", "max_split_size_mb:512") == (
         "max_split_size_mb:512")

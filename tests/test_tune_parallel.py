@@ -20,7 +20,7 @@ import pytest
 
 from rocmdoctor.cli.tune import parse_gpus
 from rocmdoctor.tuners.bench.spec import BenchSpec
-from rocmdoctor.tuners.knobs import Platform
+from rocmdoctor.tuners.model import Platform, Trial
 from rocmdoctor.tuners.tune import TuneError, TuneOptions, Tuner
 
 TUNE = [sys.executable, "-m", "rocmdoctor", "tune"]
@@ -118,23 +118,23 @@ def _tuner(gpus: tuple[int, ...], env: dict[str, str], platform: Platform,
     spec = BenchSpec(model="tinycnn", device="cuda")
     options = TuneOptions(spec=spec, gpus=gpus, allow_test_knobs=testing)
     tuner = Tuner(options, env, probe=lambda *_: platform)
-    tuner.platform = platform
+    tuner.ctx.platform = platform
     return tuner
 
 
 def test_each_trial_sees_only_its_gpu() -> None:
     tuner = _tuner((0, 1), {}, _platform())
-    assert tuner.gpu_env(None) == {}
-    assert tuner.gpu_env(1) == {"CUDA_VISIBLE_DEVICES": "1"}
+    assert tuner.runner.gpu_env(None) == {}
+    assert tuner.runner.gpu_env(1) == {"CUDA_VISIBLE_DEVICES": "1"}
     # With a visible-devices list already set, --gpus counts within it, as torch does.
     tuner = _tuner((0, 1), {"CUDA_VISIBLE_DEVICES": "4,6"}, _platform())
-    assert tuner.gpu_env(0) == {"CUDA_VISIBLE_DEVICES": "4"}
-    assert tuner.gpu_env(1) == {"CUDA_VISIBLE_DEVICES": "6"}
+    assert tuner.runner.gpu_env(0) == {"CUDA_VISIBLE_DEVICES": "4"}
+    assert tuner.runner.gpu_env(1) == {"CUDA_VISIBLE_DEVICES": "6"}
     rocm = Platform(kind="rocm", torch="2.9.1+rocm7.2", hip="7.2", device_count=8)
     tuner = _tuner((3,), {"HIP_VISIBLE_DEVICES": "0,2,4,6"}, rocm)
-    assert tuner.gpu_env(3) == {"HIP_VISIBLE_DEVICES": "6"}
+    assert tuner.runner.gpu_env(3) == {"HIP_VISIBLE_DEVICES": "6"}
     tuner = _tuner((1,), {}, rocm)
-    assert tuner.gpu_env(1) == {"HIP_VISIBLE_DEVICES": "1"}
+    assert tuner.runner.gpu_env(1) == {"HIP_VISIBLE_DEVICES": "1"}
 
 
 def test_gpus_outside_what_torch_sees_are_refused() -> None:
@@ -178,16 +178,16 @@ def test_a_failing_gpu_thread_stops_the_others() -> None:
         seen.append(int(gpu or 0))
         if gpu == 1:
             raise OSError("the GPU fell off the bus")
-        while not tuner.cancel.wait(0.05):
+        while not tuner.ctx.cancel.wait(0.05):
             pass
 
-    tuner._stop_reason = lambda: None  # type: ignore[method-assign]
-    tuner._search_on = search_on  # type: ignore[method-assign]
-    tuner.study = type("S", (), {"_pop_waiting_trial_id": lambda self: None})()
+    tuner.search.stop_reason = lambda: None  # type: ignore[method-assign]
+    tuner.search._optimize = search_on  # type: ignore[method-assign]
+    tuner.ctx.study = type("S", (), {"_pop_waiting_trial_id": lambda self: None})()
     start = time.monotonic()
     with pytest.raises(OSError, match="fell off the bus"):
-        tuner._search()
-    assert tuner.cancel.is_set() and sorted(seen) == [0, 1]
+        tuner.search.run()
+    assert tuner.ctx.cancel.is_set() and sorted(seen) == [0, 1]
     assert time.monotonic() - start < 10
     for thread in threading.enumerate():  # each has ended its loop; let it leave
         if thread.name.startswith("tune-gpu"):
@@ -210,24 +210,24 @@ def test_ctrl_c_waits_for_every_thread_to_record_its_trial(
     recorded: list[int | None] = []
 
     def search_on(gpu: int | None) -> None:
-        tuner.cancel.wait(30)
+        tuner.ctx.cancel.wait(30)
         time.sleep(0.5)  # killing the child and recording the trial as interrupted
         recorded.append(gpu)
 
-    tuner._stop_reason = lambda: None  # type: ignore[method-assign]
-    tuner._search_on = search_on  # type: ignore[method-assign]
-    tuner.study = type("S", (), {"_pop_waiting_trial_id": lambda self: None})()
+    tuner.search.stop_reason = lambda: None  # type: ignore[method-assign]
+    tuner.search._optimize = search_on  # type: ignore[method-assign]
+    tuner.ctx.study = type("S", (), {"_pop_waiting_trial_id": lambda self: None})()
     released: list[str] = []
     monkeypatch.setattr(sd, "release", lambda study, owner: released.append(owner))
     ctrl_c = threading.Timer(0.6, os.kill, (os.getpid(), signal.SIGINT))
     ctrl_c.start()
     try:
         with pytest.raises(KeyboardInterrupt):
-            tuner._search()
+            tuner.search.run()
     finally:  # a test that fails early must not let the Ctrl-C land in the next one
         ctrl_c.cancel()
     assert sorted(recorded, key=str) == sorted(gpus or (None,), key=str)
-    assert released == [tuner.owner]
+    assert released == [tuner.search.owner]
 
 
 def test_cancel_kills_a_running_child_and_raises_ctrl_c() -> None:
@@ -292,26 +292,27 @@ def test_a_trial_that_ended_but_is_still_listed_running_counts_once() -> None:
     tuner = _tuner((0, 1), {}, _platform())
     ended = {"channels_last": "on", "batch_size": "8"}
     other = {"channels_last": "off", "batch_size": "16"}
-    tuner.running = {json.dumps(ended, sort_keys=True), json.dumps(other, sort_keys=True)}
-    done = [{"params": {"channels_last": "off", "batch_size": "8"}, "state": "ok"},
-            {"params": ended, "state": "ok"}]
-    assert tuner._claimed(done) == 3
+    tuner.search.running = {json.dumps(ended, sort_keys=True),
+                            json.dumps(other, sort_keys=True)}
+    done = [Trial(number=0, params={"channels_last": "off", "batch_size": "8"}, state="ok"),
+            Trial(number=1, params=ended, state="ok")]
+    assert tuner.search.claimed(done) == 3
 
 
 def test_the_grid_sampler_learns_of_an_ended_trial_under_the_suggest_lock() -> None:
     tuner = _tuner((0, 1), {}, _platform())
     held: list[bool] = []
-    tuner.sampler = type("Sampler", (), {
-        "after_trial": lambda self, *args: held.append(tuner.lock.locked())})()
-    tuner._lock_sampler()
-    tuner.sampler.after_trial(None, None, None, None)
-    assert held == [True] and not tuner.lock.locked()
+    sampler = type("Sampler", (), {
+        "after_trial": lambda self, *args: held.append(tuner.search.lock.locked())})()
+    tuner._lock_sampler(sampler)  # type: ignore[arg-type]
+    sampler.after_trial(None, None, None, None)
+    assert held == [True] and not tuner.search.lock.locked()
 
 
 def test_ctrl_c_inside_a_deferred_step_is_raised_once_the_step_is_done() -> None:
     import threading
 
-    from rocmdoctor.tuners.tune import _ctrl_c_deferred
+    from rocmdoctor.tuners.search import ctrl_c_deferred as _ctrl_c_deferred
 
     before = signal.getsignal(signal.SIGINT)
     steps: list[str] = []

@@ -13,8 +13,7 @@ from optuna.trial import TrialState
 from rocmdoctor.tuners import space as sp
 from rocmdoctor.tuners import study as sd
 from rocmdoctor.tuners.bench.spec import BenchSpec
-from rocmdoctor.tuners.knobs import Platform
-from rocmdoctor.tuners.result import trial_dict
+from rocmdoctor.tuners.model import Platform
 
 CPU = Platform(kind="cpu", torch="2.13.0+cpu", device="cpu", cpu_count=4, torch_threads=4)
 SPEC = BenchSpec(model="tinycnn", device="cpu")
@@ -91,7 +90,7 @@ def test_done_keys_count_finished_trials_only(tmp_path: Path) -> None:
     _finish(study, space, "interrupted")
     _finish(study, space, "duplicate")
     finished = [t for t in study.trials if t.user_attrs["state"] in ("ok", "crashed")]
-    assert sd.done_keys([trial_dict(t) for t in study.trials]) == {
+    assert sd.done_keys([sd.read_trial(t) for t in study.trials]) == {
         sd.params_key(t.params) for t in finished}
 
 

@@ -14,15 +14,13 @@ import pytest
 
 from rocmdoctor.tuners.bench.render import joules, result_rows, unit_name
 from rocmdoctor.tuners.bench.spec import BenchSpec
+from rocmdoctor.tuners.codec import confirm_run_from, from_dict, space_from, trial_from
 from rocmdoctor.tuners.export import energy_line, render_summary
 from rocmdoctor.tuners.html import render_html
-from rocmdoctor.tuners.result import (
-    confirmed_energy,
-    energy_per_unit,
-    how_to_apply,
-    metrics_of,
-    payback,
-)
+from rocmdoctor.tuners.model import Apply, energy_per_unit
+from rocmdoctor.tuners.proof import payback
+from rocmdoctor.tuners.result import how_to_apply
+from rocmdoctor.tuners.study import metrics_of
 
 DATA = os.path.join(os.path.dirname(__file__), "..", "docs", "data")
 
@@ -30,6 +28,23 @@ DATA = os.path.join(os.path.dirname(__file__), "..", "docs", "data")
 def _run(name: str) -> dict[str, Any]:
     with open(os.path.join(DATA, name), encoding="utf-8") as fh:
         return json.load(fh)
+
+
+def confirmed_energy(trial: dict[str, Any], runs: list[dict[str, Any]]) -> Any:
+    from rocmdoctor.tuners.proof import confirmed_energy as of
+
+    return of(trial_from(trial), [confirm_run_from(r) for r in runs])
+
+
+def _payback(base: dict[str, Any], trial: dict[str, Any], *args: Any) -> Any:
+    back = payback(trial_from(base), trial_from(trial), *args)
+    return None if back is None else {"one_time_s": back.one_time_s, "steps": back.steps,
+                                      "minutes": back.minutes}
+
+
+def _energy(record: dict[str, Any]) -> Any:
+    return energy_per_unit(record.get("energy_per_sample_j"), record.get("units_per_sample"),
+                           record.get("unit"))
 
 
 def _as_recorded_now(tune: dict[str, Any]) -> dict[str, Any]:
@@ -45,8 +60,8 @@ def _as_recorded_now(tune: dict[str, Any]) -> dict[str, Any]:
     for cand in tune["confirmation"]["candidates"]:
         t = by_number[cand["trial"]]
         cand["energy_per_unit_j"] = confirmed_energy(t, runs)
-        cand["payback"] = payback(tune["baseline"], t, cand["speedup"], cand["batch_size"],
-                                  t["units_per_sample"])
+        cand["payback"] = _payback(tune["baseline"], t, cand["speedup"], cand["batch_size"],
+                                   t["units_per_sample"])
     return tune
 
 
@@ -59,16 +74,16 @@ def test_a_gpt2_payback_counts_steps_of_batch_times_tokens() -> None:
     by_number = {t["number"]: t for t in tune["trials"]}
     base = tune["baseline"]
     cands = {c["trial"]: c for c in tune["confirmation"]["candidates"]}
-    assert payback(base, by_number[1], cands[1]["speedup"], 176, 512) == {
+    assert _payback(base, by_number[1], cands[1]["speedup"], 176, 512) == {
         "one_time_s": 24.1, "steps": 19, "minutes": 0.06}
     # trial 6: batch 128, 23.39 s more at 7.331 x: 1.58 million tokens, 24.09 steps of 65,536
-    assert payback(base, by_number[6], cands[6]["speedup"], 128, 512) == {
+    assert _payback(base, by_number[6], cands[6]["speedup"], 128, 512) == {
         "one_time_s": 23.4, "steps": 25, "minutes": 0.06}
     # trial 8 (fp16, fused, no compile) starts faster than your settings: nothing to pay back
-    assert payback(base, by_number[8], cands[8]["speedup"], 64, 512) == {
+    assert _payback(base, by_number[8], cands[8]["speedup"], 64, 512) == {
         "one_time_s": 0.0, "steps": 0, "minutes": 0.0}
     # images: one unit a sample, as before
-    assert payback(base, by_number[1], cands[1]["speedup"], 176) == {
+    assert _payback(base, by_number[1], cands[1]["speedup"], 176) == {
         "one_time_s": 24.1, "steps": 9225, "minutes": 0.06}
 
 
@@ -87,21 +102,24 @@ def test_energy_per_token_from_the_confirmation_runs() -> None:
     failed = [{**r, "state": "crash", "energy_per_sample_j": 99.0} for r in runs]
     assert confirmed_energy(trial1, failed + runs) == pytest.approx(0.8157932 / 512, rel=1e-6)
     # a result from before units were kept: per image where the unit is images, else unknown
-    assert energy_per_unit({"energy_per_sample_j": 0.08, "unit": "images"}) == 0.08
-    assert energy_per_unit({"energy_per_sample_j": 6.0, "unit": "tokens"}) is None
-    assert energy_per_unit({"energy_per_sample_j": None, "units_per_sample": 512}) is None
-    assert energy_per_unit({"energy_per_sample_j": float("nan"), "unit": "images"}) is None
+    assert energy_per_unit(0.08, None, "images") == 0.08
+    assert energy_per_unit(6.0, None, "tokens") is None
+    assert energy_per_unit(None, 512, None) is None
+    assert energy_per_unit(float("nan"), None, "images") is None
 
 
 def test_the_gpt2_summary_and_page_speak_of_tokens_and_adamw() -> None:
     tune = _as_recorded_now(_run("tune-gpt2-h200-plain-15m.json"))
     best = tune["verdict"]["best_overall"]
     t = next(t for t in tune["trials"] if t["number"] == best["trial"])
-    tune["apply"] = how_to_apply(tune["space"], best["params"], t["env"], "cuda",
-                                 BenchSpec(model="gpt2"), t["optimizer_class"])
+    applied = how_to_apply(space_from(tune["space"]), best["params"], t["env"], "cuda",
+                           BenchSpec(model="gpt2"), t["optimizer_class"])
+    tune["apply"] = {"env": dict(applied.env), "python": list(applied.python),
+                     "notes": list(applied.notes)}
     tune["verdict"]["best_overall"] = next(c for c in tune["confirmation"]["candidates"]
                                            if c["trial"] == best["trial"])
-    text = render_summary(tune)
+    result = from_dict(tune)
+    text = render_summary(result)
     lines = text.splitlines()
     table = lines[lines.index("") + 1:lines.index("") + 6]
     assert table == [
@@ -121,7 +139,7 @@ def test_the_gpt2_summary_and_page_speak_of_tokens_and_adamw() -> None:
     assert ("  optimizer = torch.optim.AdamW(..., fused=True)  # the optimizer you use, with "
             "fused=True") in lines
     assert "SGD" not in text
-    page = render_html(tune)
+    page = render_html(result)
     assert "energy per token: 0.00159 J against 0.0117 J with your settings (-86%)" in page
     assert "<td class=n>0.0117 J/token</td>" in page
     assert "torch.optim.AdamW(..., fused=True)" in page
@@ -142,18 +160,18 @@ def test_the_resnet50_7m_run_reports_energy_per_image() -> None:
     assert best["energy_per_unit_j"] == pytest.approx(sum(pick) / 2)
     assert tune["confirmation"]["baseline_energy_per_unit_j"] == pytest.approx(sum(mine) / 2)
     # 0.086934 / 0.286463 - 1 = -69.7 %
-    assert energy_line(tune) == ("energy per image: 0.0869 J against 0.286 J with your "
-                                 "settings (-70%)")
+    assert energy_line(from_dict(tune)) == ("energy per image: 0.0869 J against 0.286 J "
+                                            "with your settings (-70%)")
 
 
 def test_no_energy_column_without_power_readings() -> None:
     tune = _run("tune-resnet50-h200-plain-7m.json")
     for t in [*tune["trials"], tune["baseline"]]:
         t["energy_per_sample_j"] = None
-    header = next(x for x in render_summary(tune).splitlines() if "throughput" in x)
+    header = next(x for x in render_summary(from_dict(tune)).splitlines() if "throughput" in x)
     assert header.split() == ["throughput", "memory", "one-time", "speed-up", "(95", "%",
                               "interval)"]
-    assert energy_line(tune) is None
+    assert energy_line(from_dict(tune)) is None
 
 
 def test_metrics_keep_units_and_the_optimizer_class() -> None:
@@ -163,7 +181,7 @@ def test_metrics_keep_units_and_the_optimizer_class() -> None:
                           "optimizer_class": "torch.optim.AdamW"}}
     kept = metrics_of(bench)
     assert (kept["units_per_sample"], kept["optimizer_class"]) == (512, "torch.optim.AdamW")
-    assert energy_per_unit(kept) == pytest.approx(0.01)
+    assert _energy(kept) == pytest.approx(0.01)
 
 
 def test_bench_prints_energy_per_token_not_per_sequence() -> None:
@@ -191,10 +209,10 @@ def test_bench_prints_energy_per_token_not_per_sequence() -> None:
 ])
 def test_the_apply_line_names_the_optimizer_the_trial_ran(impl: str, optimizer: Any,
                                                           line: str) -> None:
-    space = {"knobs": [{"name": "optimizer_impl", "choices": ["default", impl],
-                        "baseline": "default", "changes_numerics": False}]}
+    space = space_from({"knobs": [{"name": "optimizer_impl", "choices": ["default", impl],
+                                   "baseline": "default", "changes_numerics": False}]})
     applied = how_to_apply(space, {"optimizer_impl": impl}, {}, "cuda", BenchSpec(), optimizer)
-    assert applied == {"env": {}, "python": [line], "notes": []}
+    assert applied == Apply(env={}, python=(line,), notes=())
 
 
 @pytest.mark.parametrize(("value", "unit", "text"), [

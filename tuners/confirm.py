@@ -17,8 +17,10 @@ import json
 import math
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from dataclasses import dataclass, replace
+from typing import Callable, Optional
+
+from rocmdoctor.tuners.model import Candidate, Confirmation, Effect, PassedOver, SpaceInfo, Trial
 
 MIN_GAIN = 0.01  # a winner must be at least 1 % faster (perf-anchors: declare wins > 1 %)
 # Two-sided 95 % Student t quantiles t(0.975, df), df = 1..30: NIST/SEMATECH e-Handbook of
@@ -125,27 +127,24 @@ def by_round(results: Mapping[tuple[int, int], Optional[float]], key: int) -> di
     return {r: v for (k, r), v in results.items() if k == key and v is not None}
 
 
-def knob_effects(trials: Sequence[Mapping[str, Any]], knobs: Sequence[Mapping[str, Any]]
-                 ) -> list[dict[str, Any]]:
+def knob_effects(trials: Sequence[Trial], space: SpaceInfo) -> list[Effect]:
     """For each knob value: geometric-mean throughput of the finished trials with it against
     those without it (a marginal effect: it mixes in whatever else those trials changed)."""
-    done = [t for t in trials if t.get("state") == "ok" and (t.get("throughput") or 0) > 0]
-    out: list[dict[str, Any]] = []
-    for knob in knobs:
-        name = knob["name"]
-        for label in knob["choices"]:
-            with_ = [t["throughput"] for t in done
-                     if t["params"].get(name, knob["baseline"]) == label]
-            without = [t["throughput"] for t in done
-                       if t["params"].get(name, knob["baseline"]) != label]
+    done = [t for t in trials if t.state == "ok" and (t.throughput or 0) > 0]
+    out: list[Effect] = []
+    for knob in space.knobs:
+        for label in knob.choices:
+            with_ = [float(t.throughput or 0) for t in done
+                     if t.params.get(knob.name, knob.baseline) == label]
+            without = [float(t.throughput or 0) for t in done
+                       if t.params.get(knob.name, knob.baseline) != label]
             if not with_ or not without:
                 continue
             mean_with, mean_without = _geomean(with_), _geomean(without)
-            out.append({"knob": name, "value": label, "baseline": label == knob["baseline"],
-                        "n_with": len(with_), "n_without": len(without),
-                        "mean_with": mean_with, "mean_without": mean_without,
-                        "effect": mean_with / mean_without - 1.0})
-    out.sort(key=lambda e: (-abs(e["effect"]), e["knob"], e["value"]))
+            out.append(Effect(knob=knob.name, value=label, baseline=label == knob.baseline,
+                              n_with=len(with_), n_without=len(without), mean_with=mean_with,
+                              mean_without=mean_without, effect=mean_with / mean_without - 1.0))
+    out.sort(key=lambda e: (-abs(e.effect), e.knob, e.value))
     return out
 
 
@@ -153,60 +152,61 @@ def knob_effects(trials: Sequence[Mapping[str, Any]], knobs: Sequence[Mapping[st
 CONTRADICTION_FLOOR = 0.02
 
 
-def mark_effects(effects: Sequence[Mapping[str, Any]], knobs: Sequence[Mapping[str, Any]],
+def mark_effects(effects: Sequence[Effect], space: SpaceInfo,
                  winner: Optional[Mapping[str, str]], noise_cv: Optional[float],
-                 confirmed: bool = True) -> list[dict[str, Any]]:
+                 confirmed: bool = True) -> list[Effect]:
     """Say which effects are thin (one trial with the value against one without) and which
     contradict the confirmed verdict: a value the effects favour that the confirmed best does
     not use (or no configuration won), or one they disfavour that it uses. `winner` is the
     confirmed best's changes from your settings, None when none won; `confirmed` False when
     no re-measurement ran (then there is no verdict to contradict)."""
-    baseline = {k["name"]: k["baseline"] for k in knobs}
     floor = max(CONTRADICTION_FLOOR, 2 * (noise_cv or 0.0))
-    out = []
-    for e in effects:
-        mark = dict(e, thin=e["n_with"] == 1 and e["n_without"] == 1, contradicts=False,
-                    note="")
-        chosen = (winner or {}).get(e["knob"], baseline.get(e["knob"]))
-        if not confirmed:
-            pass
-        elif winner is None:  # your settings stay: a large gain of another value is unconfirmed
-            if e["value"] != chosen and e["effect"] > floor:
-                mark.update(contradicts=True,
-                            note="not borne out: no configuration beat your settings when "
-                                 "re-measured")
-        elif e["value"] == chosen and e["effect"] < -floor:
-            mark.update(contradicts=True, note="the confirmed best uses it all the same")
-        elif e["value"] != chosen and e["effect"] > floor:
-            mark.update(contradicts=True, note=f"the confirmed best uses {chosen} instead")
-        if mark["thin"]:
-            thin = "one trial against one"
-            mark["note"] = f"{thin}; {mark['note']}" if mark["note"] else thin
-        out.append(mark)
-    return out
+    return [_marked(e, space, winner, floor, confirmed) for e in effects]
+
+
+def _marked(e: Effect, space: SpaceInfo, winner: Optional[Mapping[str, str]], floor: float,
+            confirmed: bool) -> Effect:
+    knob = space.knob(e.knob)
+    chosen = (winner or {}).get(e.knob, knob.baseline if knob else None)
+    contradicts, note = False, ""
+    if not confirmed:
+        pass
+    elif winner is None:  # your settings stay: a large gain of another value is unconfirmed
+        if e.value != chosen and e.effect > floor:
+            contradicts, note = True, ("not borne out: no configuration beat your settings "
+                                       "when re-measured")
+    elif e.value == chosen and e.effect < -floor:
+        contradicts, note = True, "the confirmed best uses it all the same"
+    elif e.value != chosen and e.effect > floor:
+        contradicts, note = True, f"the confirmed best uses {chosen} instead"
+    thin = e.n_with == 1 and e.n_without == 1
+    if thin:
+        note = f"one trial against one; {note}" if note else "one trial against one"
+    return replace(e, thin=thin, contradicts=contradicts, note=note)
 
 
 def _geomean(values: Sequence[float]) -> float:
     return math.exp(statistics.fmean(math.log(v) for v in values))
 
 
-def pick_candidates(base: Mapping[str, Any], ok_trials: Sequence[Mapping[str, Any]], top: int,
-                    precision: str, batch_size: Optional[int] = None
-                    ) -> list[Mapping[str, Any]]:
+def _key(params: Mapping[str, str]) -> str:
+    return json.dumps(dict(sorted(params.items())))
+
+
+def pick_candidates(base: Trial, ok_trials: Sequence[Trial], top: int, precision: str,
+                    batch_size: Optional[int] = None) -> list[Trial]:
     """The `top` fastest distinct configurations other than the baseline, plus the fastest
     that keeps the user's precision and the fastest that keeps their batch size when those
     do not include one (the result names the best that changes neither)."""
-    ranked: dict[str, Mapping[str, Any]] = {}
-    base_key = json.dumps(dict(sorted(base["params"].items())))
-    for t in sorted(ok_trials, key=lambda t: -(t.get("throughput") or 0.0)):
-        key = json.dumps(dict(sorted(t["params"].items())))
-        if key != base_key:
-            ranked.setdefault(key, t)
+    ranked: dict[str, Trial] = {}
+    for t in sorted(ok_trials, key=lambda t: -(t.throughput or 0.0)):
+        if _key(t.params) != _key(base.params):
+            ranked.setdefault(_key(t.params), t)
     order = list(ranked.values())
     picked = order[:top]
-    keeps = [lambda t: t.get("precision") == precision]
+    keeps: list[Callable[[Trial], bool]] = [lambda t: t.precision == precision]
     if batch_size is not None:
-        keeps.append(lambda t: str(t["params"].get("batch_size", batch_size)) == str(batch_size))
+        keeps.append(lambda t: str(t.params.get("batch_size", batch_size)) == str(batch_size))
     for keep in keeps:
         same = [t for t in order if keep(t)]
         if same and same[0] not in picked:
@@ -214,24 +214,22 @@ def pick_candidates(base: Mapping[str, Any], ok_trials: Sequence[Mapping[str, An
     return picked
 
 
-def pick_best(candidates: Sequence[Mapping[str, Any]], runs: Sequence[Mapping[str, Any]],
-              noise: Optional[float]) -> tuple[Optional[Mapping[str, Any]],
-                                               Optional[dict[str, Any]]]:
+def pick_best(candidates: Sequence[Candidate], runs: Sequence[tuple[int, int, Optional[float]]],
+              noise: Optional[float]) -> tuple[Optional[Candidate], Optional[PassedOver]]:
     """The fastest of the confirmed `candidates`; or, where it is not measurably faster than
     one with fewer changes (the test a candidate passes against your settings, applied
     between the two over the same interleaved rounds), that simpler one: a change that buys
     nothing measurable is not worth making. Also the note on the one passed over, or None."""
     if not candidates:
         return None, None
-    fastest = max(candidates, key=lambda c: c["speedup"])
-    results = {(r["trial"], r["round"]): r["throughput"] for r in runs}
+    fastest = max(candidates, key=lambda c: c.speedup or 0.0)
+    results = {(k, r): v for k, r, v in runs}
     equal = []
     for c in candidates:
-        if c is fastest or len(c["changes"]) >= len(fastest["changes"]):
+        if c is fastest or len(c.changes) >= len(fastest.changes):
             continue
         try:
-            s = paired_speedup(by_round(results, c["trial"]), by_round(results,
-                                                                         fastest["trial"]))
+            s = paired_speedup(by_round(results, c.trial), by_round(results, fastest.trial))
         except ValueError:
             continue
         win, why = significant(s, noise)
@@ -239,36 +237,34 @@ def pick_best(candidates: Sequence[Mapping[str, Any]], runs: Sequence[Mapping[st
             equal.append((c, s, why))
     if not equal:
         return fastest, None
-    chosen, s, why = min(equal, key=lambda e: (len(e[0]["changes"]), -e[0]["speedup"]))
-    return chosen, {"trial": fastest["trial"], "ratio": s.ratio, "low": s.low, "high": s.high,
-                    "why": why, "changes": len(chosen["changes"]),
-                    "its_changes": len(fastest["changes"])}
+    chosen, s, why = min(equal, key=lambda e: (len(e[0].changes), -(e[0].speedup or 0.0)))
+    return chosen, PassedOver(trial=fastest.trial, ratio=s.ratio, low=s.low, high=s.high,
+                              why=why, changes=len(chosen.changes),
+                              its_changes=len(fastest.changes))
 
 
-def confirm(base: Optional[Mapping[str, Any]], picked: Sequence[Mapping[str, Any]],
-            stored: Sequence[Mapping[str, Any]],
-            measure: Callable[[Any, int], Optional[float]], min_rounds: int, max_rounds: int,
-            time_for_round: Callable[[int], bool]) -> dict[str, Any]:
-    """Re-measure `base` and `picked` interleaved (reusing `stored` runs of a resumed tune),
-    then judge each candidate against the baseline."""
+def confirm(base: Optional[Trial], picked: Sequence[Trial],
+            stored: Sequence[tuple[int, int, Optional[float]]],
+            measure: Callable[[Trial, int], Optional[float]], min_rounds: int, max_rounds: int,
+            time_for_round: Callable[[int], bool]) -> Confirmation:
+    """Re-measure `base` and `picked` interleaved (reusing the (trial, round, throughput)
+    runs `stored` by a resumed tune), then judge each candidate against the baseline."""
     if base is None:
-        return {"status": "no-baseline", "candidates": [], "runs": [], "noise_cv": None,
-                "rounds": 0, "reason": "your current settings did not finish a run, so there "
-                                       "is nothing to compare against"}
+        return Confirmation("no-baseline", reason="your current settings did not finish a "
+                            "run, so there is nothing to compare against")
     if not picked:
-        return {"status": "nothing-to-confirm", "candidates": [], "runs": [], "noise_cv": None,
-                "rounds": 0, "baseline_trial": base["number"],
-                "reason": "no other configuration finished a run"}
-    by_number = {t["number"]: t for t in [base, *picked]}
+        return Confirmation("nothing-to-confirm", baseline_trial=base.number,
+                            reason="no other configuration finished a run")
+    by_number = {t.number: t for t in [base, *picked]}
     keys = list(by_number)
-    done = {(r["trial"], r["round"]): r["throughput"] for r in stored if r["trial"] in keys}
+    done = {(k, r): v for k, r, v in stored if k in keys}
 
     def speedups(results: Mapping[tuple[int, int], Optional[float]]) -> dict[int, Speedup]:
         out = {}
         for t in picked:
             try:
-                out[t["number"]] = paired_speedup(by_round(results, base["number"]),
-                                                  by_round(results, t["number"]))
+                out[t.number] = paired_speedup(by_round(results, base.number),
+                                               by_round(results, t.number))
             except ValueError:
                 continue
         return out
@@ -281,17 +277,15 @@ def confirm(base: Optional[Mapping[str, Any]], picked: Sequence[Mapping[str, Any
                              max(min_rounds, max_rounds), keep_going)
     noise = run_to_run_cv([list(by_round(results, k).values()) for k in keys])
     found = speedups(results)
-    verdicts = []
-    for t in picked:
-        s = found.get(t["number"])
-        win, why = significant(s, noise) if s else (False, "no round measured both")
-        verdicts.append({"trial": t["number"], "params": dict(t["params"]),
-                         "precision": t.get("precision"),
-                         "search_throughput": t.get("throughput"),
-                         "speedup": s.ratio if s else None, "low": s.low if s else None,
-                         "high": s.high if s else None, "pairs": s.pairs if s else 0,
-                         "winner": win, "why": why})
-    return {"status": "done", "baseline_trial": base["number"], "candidates": verdicts,
-            "runs": [{"trial": k, "round": r, "throughput": v}
-                     for (k, r), v in sorted(results.items())],
-            "noise_cv": noise, "rounds": 1 + max((r for _, r in results), default=-1)}
+    return Confirmation(
+        "done", candidates=tuple(_judged(t, found.get(t.number), noise) for t in picked),
+        runs=tuple((k, r, v) for (k, r), v in sorted(results.items())), noise_cv=noise,
+        rounds=1 + max((r for _, r in results), default=-1), baseline_trial=base.number)
+
+
+def _judged(t: Trial, s: Optional[Speedup], noise: Optional[float]) -> Candidate:
+    win, why = significant(s, noise) if s else (False, "no round measured both")
+    return Candidate(trial=t.number, params=dict(t.params), precision=t.precision,
+                     search_throughput=t.throughput, speedup=s.ratio if s else None,
+                     low=s.low if s else None, high=s.high if s else None,
+                     pairs=s.pairs if s else 0, winner=win, why=why)

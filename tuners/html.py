@@ -1,5 +1,5 @@
 """The `--html` report of a tune: one self-contained page (inline CSS and SVG, no script, no
-network), a pure function of the result dict (schema rocmdoctor.tune/1).
+network), a pure function of the result (rocmdoctor.tuners.model.TuneResult).
 
 Charts: throughput of each trial over the time of the tune (failed trials on the floor,
 the best-so-far as a step line, your settings as a dashed line), the confirmed speed-ups with
@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, Optional
 
+from rocmdoctor.tuners.bench.child import excerpt
 from rocmdoctor.tuners.bench.render import joules, unit_name
 from rocmdoctor.tuners.export import energy_line, env_file_text, passed_over_text
-from rocmdoctor.tuners.result import energy_per_unit
+from rocmdoctor.tuners.model import Candidate, ConfirmRun, Effect, Trial, TuneResult
 
 W, H, PAD_L, PAD_R, PAD_T, PAD_B = 860, 300, 70, 20, 20, 40
 COLORS = {"ok": "#2563eb", "pruned": "#9ca3af", "baseline": "#111827", "fail": "#dc2626",
@@ -89,79 +90,96 @@ def _axes(y_max: float, y_label: str, x_label: str, x_max: float) -> list[str]:
     return parts
 
 
-def trials_chart(trials: Sequence[Mapping[str, Any]], baseline: Optional[float],
-                 unit: str, confirm_runs: Sequence[Mapping[str, Any]] = ()) -> str:
-    """Throughput of each trial against the time since the tune began, and the confirmation's
-    re-measurements after them (diamonds: your settings dark, candidates green)."""
-    timed = [t for t in trials if t.get("started_at") is not None
-             and t["state"] not in ("duplicate", "not-run")]
-    if not timed:
-        return '<p class="muted">No trial ran.</p>'
-    t0 = min(t["started_at"] for t in timed)
-    reruns = [(r, (float(r["at"]) - float(r.get("wall_s") or 0.0) - t0) / 60)
-              for r in confirm_runs if r.get("at") is not None]
-    ends = [(t["started_at"] - t0 + float(t.get("wall_s") or 0.0)) / 60 for t in timed]
-    ends += [(float(r["at"]) - t0) / 60 for r, _ in reruns]
-    x_max = max(0.1, max(ends)) * 1.02
-    values = [t["throughput"] for t in timed if t.get("throughput")]
-    values += [r["throughput"] for r, _ in reruns if r.get("throughput")]
-    y_max = _nice_max(max(values + ([baseline] if baseline else []) + [1.0]) * 1.08)
+class _Plot:
+    """The throughput chart's axes: minutes since the tune began against units per second."""
 
-    def xy(minutes: float, value: float) -> tuple[float, float]:
-        x = PAD_L + (W - PAD_L - PAD_R) * minutes / x_max
-        y = PAD_T + (H - PAD_T - PAD_B) * (1 - value / y_max)
+    def __init__(self, x_max: float, y_max: float) -> None:
+        self.x_max, self.y_max = x_max, y_max
+
+    def xy(self, minutes: float, value: float) -> tuple[float, float]:
+        x = PAD_L + (W - PAD_L - PAD_R) * minutes / self.x_max
+        y = PAD_T + (H - PAD_T - PAD_B) * (1 - value / self.y_max)
         return x, y
 
-    parts = [f'<svg viewBox="0 0 {W} {H}" width="100%" role="img" '
-             'aria-label="throughput of each trial over time">']
-    clock = "minutes:seconds" if x_max < 10 else "minutes"
-    parts += _axes(y_max, f"{unit}/s", f"time since the tune began ({clock})", x_max)
-    if baseline:
-        _, y = xy(0, baseline)
-        parts.append(f'<line x1="{PAD_L}" y1="{y:.1f}" x2="{W - PAD_R}" y2="{y:.1f}" '
-                     f'stroke="{COLORS["baseline"]}" stroke-dasharray="6 4"/>')
-        # at the right end: trial 0 (your settings) has its own label at the left
-        parts.append(f'<text x="{W - PAD_R - 4}" y="{y - 5:.1f}" text-anchor="end">'
-                     'your settings</text>')
+
+def _baseline_line(plot: _Plot, baseline: Optional[float]) -> list[str]:
+    if not baseline:
+        return []
+    _, y = plot.xy(0, baseline)
+    # at the right end: trial 0 (your settings) has its own label at the left
+    return [f'<line x1="{PAD_L}" y1="{y:.1f}" x2="{W - PAD_R}" y2="{y:.1f}" '
+            f'stroke="{COLORS["baseline"]}" stroke-dasharray="6 4"/>',
+            f'<text x="{W - PAD_R - 4}" y="{y - 5:.1f}" text-anchor="end">your settings</text>']
+
+
+def _best_so_far(plot: _Plot, timed: Sequence[Trial], t0: float) -> list[str]:
     best, steps = 0.0, []
-    for t in sorted(timed, key=lambda t: t["started_at"]):
-        minutes = (t["started_at"] - t0) / 60
-        if t["state"] == "ok" and t.get("throughput"):
-            best = max(best, t["throughput"])
+    for t in sorted(timed, key=lambda t: t.started_at or 0.0):
+        if t.measured:
+            best = max(best, float(t.throughput or 0.0))
         if best:
-            steps.append(xy(minutes, best))
-    if len(steps) > 1:
-        path = f"M{steps[0][0]:.1f} {steps[0][1]:.1f}" + "".join(
-            f" H{x:.1f} V{y:.1f}" for x, y in steps[1:])
-        parts.append(f'<path d="{path}" fill="none" stroke="{COLORS["win"]}" '
-                     'stroke-width="1.5"/>')
+            steps.append(plot.xy(((t.started_at or t0) - t0) / 60, best))
+    if len(steps) < 2:
+        return []
+    path = f"M{steps[0][0]:.1f} {steps[0][1]:.1f}" + "".join(
+        f" H{x:.1f} V{y:.1f}" for x, y in steps[1:])
+    return [f'<path d="{path}" fill="none" stroke="{COLORS["win"]}" stroke-width="1.5"/>']
+
+
+def _trial_mark(plot: _Plot, t: Trial, t0: float, unit: str) -> list[str]:
+    minutes = ((t.started_at or t0) - t0) / 60
+    tip = _e(f"trial {t.number}: {t.state} "
+             + (f"{t.throughput:,.1f} {unit}/s" if t.throughput else t.message))
+    if t.measured:
+        x, y = plot.xy(minutes, float(t.throughput or 0.0))
+        return [f'<circle cx="{x:.1f}" cy="{y:.1f}" r="5" fill="{COLORS["ok"]}">'
+                f'<title>{tip}</title></circle>',
+                f'<text x="{x + 7:.1f}" y="{y - 6:.1f}">{t.number}</text>']
+    x, y = plot.xy(minutes, 0)
+    color = COLORS["pruned"] if t.state == "pruned" else COLORS["fail"]
+    return [f'<path d="M{x - 5:.1f} {y - 11:.1f} l10 10 m0 -10 l-10 10" '
+            f'stroke="{color}" stroke-width="2"><title>{tip}</title></path>',
+            f'<text x="{x + 7:.1f}" y="{y - 12:.1f}">{t.number} {_e(t.state)}</text>']
+
+
+def _rerun_mark(plot: _Plot, run: ConfirmRun, minutes: float, base_number: Optional[int],
+                unit: str) -> str:
+    who = "your settings" if run.trial == base_number else f"trial {run.trial}"
+    tip = _e(f"confirmation round {run.round + 1}, {who}: "
+             + (f"{run.throughput:,.1f} {unit}/s" if run.throughput else str(run.state)))
+    x, y = plot.xy(max(0.0, minutes), run.throughput or 0.0)
+    color = COLORS["baseline"] if run.trial == base_number else COLORS["win"]
+    return (f'<path d="M{x:.1f} {y - 5:.1f} l5 5 l-5 5 l-5 -5 z" fill="{color}">'
+            f'<title>{tip}</title></path>')
+
+
+def trials_chart(trials: Sequence[Trial], baseline: Optional[float], unit: str,
+                 confirm_runs: Sequence[ConfirmRun] = ()) -> str:
+    """Throughput of each trial against the time since the tune began, and the confirmation's
+    re-measurements after them (diamonds: your settings dark, candidates green)."""
+    timed = [t for t in trials if t.started_at is not None
+             and t.state not in ("duplicate", "not-run")]
+    if not timed:
+        return '<p class="muted">No trial ran.</p>'
+    t0 = min(float(t.started_at or 0.0) for t in timed)
+    reruns = [(r, (float(r.at) - float(r.wall_s or 0.0) - t0) / 60)
+              for r in confirm_runs if r.at is not None]
+    ends = [(float(t.started_at or 0.0) - t0 + float(t.wall_s or 0.0)) / 60 for t in timed]
+    ends += [(float(r.at or 0.0) - t0) / 60 for r, _ in reruns]
+    x_max = max(0.1, max(ends)) * 1.02
+    values = [float(t.throughput) for t in timed if t.throughput]
+    values += [float(r.throughput) for r, _ in reruns if r.throughput]
+    plot = _Plot(x_max, _nice_max(max(values + ([baseline] if baseline else []) + [1.0])
+                                  * 1.08))
+    clock = "minutes:seconds" if x_max < 10 else "minutes"
+    parts = [f'<svg viewBox="0 0 {W} {H}" width="100%" role="img" '
+             'aria-label="throughput of each trial over time">',
+             *_axes(plot.y_max, f"{unit}/s", f"time since the tune began ({clock})", x_max),
+             *_baseline_line(plot, baseline), *_best_so_far(plot, timed, t0)]
     for t in timed:
-        minutes = (t["started_at"] - t0) / 60
-        tip = _e(f"trial {t['number']}: {t['state']} "
-                 + (f"{t['throughput']:,.1f} {unit}/s" if t.get("throughput") else
-                    t.get("message", "")))
-        if t["state"] == "ok" and t.get("throughput"):
-            x, y = xy(minutes, t["throughput"])
-            parts.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="5" fill="{COLORS["ok"]}">'
-                         f'<title>{tip}</title></circle>')
-            parts.append(f'<text x="{x + 7:.1f}" y="{y - 6:.1f}">{t["number"]}</text>')
-        else:
-            x, y = xy(minutes, 0)
-            color = COLORS["pruned"] if t["state"] == "pruned" else COLORS["fail"]
-            parts.append(f'<path d="M{x - 5:.1f} {y - 11:.1f} l10 10 m0 -10 l-10 10" '
-                         f'stroke="{color}" stroke-width="2"><title>{tip}</title></path>')
-            parts.append(f'<text x="{x + 7:.1f}" y="{y - 12:.1f}">{t["number"]} '
-                         f'{_e(t["state"])}</text>')
-    base_number = next((t["number"] for t in trials if t.get("baseline")), None)
-    for run, minutes in reruns:
-        who = "your settings" if run["trial"] == base_number else f"trial {run['trial']}"
-        tip = _e(f"confirmation round {run['round'] + 1}, {who}: "
-                 + (f"{run['throughput']:,.1f} {unit}/s" if run.get("throughput")
-                    else str(run.get("state"))))
-        x, y = xy(max(0.0, minutes), run.get("throughput") or 0.0)
-        color = COLORS["baseline"] if run["trial"] == base_number else COLORS["win"]
-        parts.append(f'<path d="M{x:.1f} {y - 5:.1f} l5 5 l-5 5 l-5 -5 z" fill="{color}">'
-                     f'<title>{tip}</title></path>')
+        parts += _trial_mark(plot, t, t0, unit)
+    base_number = next((t.number for t in trials if t.baseline), None)
+    parts += [_rerun_mark(plot, run, minutes, base_number, unit) for run, minutes in reruns]
     parts.append("</svg>")
     return "".join(parts)
 
@@ -207,13 +225,13 @@ def _fmt(value: Optional[float], pattern: str = "{:,.1f}") -> str:
     return "-" if value is None else pattern.format(value)
 
 
-def _payback_table(cands: Sequence[Mapping[str, Any]]) -> str:
+def _payback_table(cands: Sequence[Candidate]) -> str:
     """When each candidate's one-time cost (compile, tuning) is paid back by faster steps."""
-    rows = [f"<tr><td class=n>{c['trial']}</td>"
-            f"<td class=n>{c['payback']['one_time_s']:g} s</td>"
-            f"<td class=n>{c['payback']['steps']:,}</td>"
-            f"<td class=n>{c['payback']['minutes']:g} min</td></tr>"
-            for c in cands if c.get("payback")]
+    rows = [f"<tr><td class=n>{c.trial}</td>"
+            f"<td class=n>{c.payback.one_time_s:g} s</td>"
+            f"<td class=n>{c.payback.steps:,}</td>"
+            f"<td class=n>{c.payback.minutes:g} min</td></tr>"
+            for c in cands if c.payback]
     if not rows:
         return ""
     return ("<h2>One-time cost, paid back</h2><table><tr><th>trial</th><th>one-time cost "
@@ -221,65 +239,92 @@ def _payback_table(cands: Sequence[Mapping[str, Any]]) -> str:
             + "".join(rows) + "</table>")
 
 
-def render_html(result: Mapping[str, Any]) -> str:
-    w, p, verdict = result["workload"], result["platform"], result["verdict"]
-    base = result.get("baseline") or {}
-    unit = base.get("unit") or next((t["unit"] for t in result["trials"] if t.get("unit")),
-                                    "samples")
-    knobs = {k["name"]: k for k in result["space"]["knobs"]}
-    cands = result["confirmation"]["candidates"]
-    speed_rows = [(f"trial {c['trial']}: " + (", ".join(f"{k}={v}" for k, v in
-                                                        c["changes"].items()) or "-"),
-                   c["speedup"], c["low"], c["high"],
-                   COLORS["win"] if c["winner"] else COLORS["lose"])
-                  for c in cands if c["speedup"] is not None]
-    effect_rows = [(f"{e['knob']} = {e['value']}" + (" *" if e.get("note") else ""),
-                    e["effect"], None, None,
-                    COLORS["win"] if e["effect"] >= 0 else COLORS["fail"])
-                   for e in result["effects"][:16]]
-    noted = [e for e in result["effects"][:16] if e.get("note")]
-    effect_notes = ("<ul class=sub>" + "".join(
-        f"<li>* {_e(e['knob'])} = {_e(e['value'])}: {_e(e['note'])}</li>" for e in noted)
+def _failure_block(result: TuneResult) -> str:
+    """When no verdict could be reached: what the benchmark printed last and the command that
+    runs it by hand; after a break, whether the machine recovered."""
+    parts = []
+    if result.recovery:
+        parts.append(f"<p>Your settings, run again after the break: "
+                     f"{_e(result.recovery.message)}</p>")
+    failure = result.failure
+    tail = excerpt(failure.stderr_tail, 12) if failure else ""
+    if tail:
+        parts.append(f"<h2>What the benchmark printed last</h2><pre>{_e(tail)}</pre>")
+    if failure and failure.reproduce:
+        parts.append(f"<h2>The same run by hand</h2><pre>{_e(failure.reproduce)}</pre>")
+    return "".join(parts)
+
+
+def _speed_chart(result: TuneResult) -> str:
+    rows = [(f"trial {c.trial}: " + (", ".join(f"{k}={v}" for k, v in c.changes.items())
+                                     or "-"),
+             c.speedup, c.low, c.high, COLORS["win"] if c.winner else COLORS["lose"])
+            for c in result.confirmation.candidates if c.speedup is not None]
+    return bar_chart(rows, 1.0, "{:.3f}")
+
+
+def _effects_chart(effects: Sequence[Effect]) -> str:
+    shown = list(effects[:16])
+    rows = [(f"{e.knob} = {e.value}" + (" *" if e.note else ""), e.effect, None, None,
+             COLORS["win"] if e.effect >= 0 else COLORS["fail"]) for e in shown]
+    noted = [e for e in shown if e.note]
+    notes = ("<ul class=sub>" + "".join(
+        f"<li>* {_e(e.knob)} = {_e(e.value)}: {_e(e.note)}</li>" for e in noted)
         + "</ul>") if noted else ""
+    return bar_chart(rows, 0.0, "{:+.1%}") + notes
+
+
+def _trial_rows(result: TuneResult, unit: str) -> str:
     rows = []
-    for t in result["trials"]:
-        changes = ", ".join(f"{k}={v}" for k, v in t["params"].items()
-                            if k in knobs and knobs[k]["baseline"] != v) or "your settings"
-        if not t["params"]:  # queued and never run: it has no point yet
+    for t in result.trials:
+        changes = ", ".join(f"{k}={v}" for k, v in result.space.changes(t.params).items()) \
+            or "your settings"
+        if not t.params:  # queued and never run: it has no point yet
             changes = "-"
-        rows.append(f"<tr><td class=n>{t['number']}</td><td>{_e(changes)}</td>"
-                    f"<td>{_e(t['state'])}</td><td class=n>{_fmt(t['throughput'])}</td>"
-                    f"<td class=n>{_e(joules(energy_per_unit(t), unit_name(unit)))}</td>"
-                    f"<td class=n>{_fmt(t['one_time_s'], '{:.1f} s')}</td>"
-                    f"<td class=muted>{_e((t['message'] or '')[:160])}</td></tr>")
-    skipped = "".join(f"<li><b>{_e(s['knob'])}</b>: {_e(s['reason'])}</li>"
-                      for s in result["space"]["skipped"])
-    warnings = "".join(f"<li>{_e(m)}</li>" for m in result["warnings"])
-    noise = result["confirmation"].get("noise_cv")
-    title = f"rocmdoctor tune: {w['model']} on {p.get('device') or p['kind']}"
-    stack = f"ROCm {p['hip']}" if p.get("hip") else f"CUDA {p['cuda']}" if p.get("cuda") else ""
+        rows.append(f"<tr><td class=n>{t.number}</td><td>{_e(changes)}</td>"
+                    f"<td>{_e(t.state)}</td><td class=n>{_fmt(t.throughput)}</td>"
+                    f"<td class=n>{_e(joules(t.energy_per_unit, unit_name(unit)))}</td>"
+                    f"<td class=n>{_fmt(t.one_time_s, '{:.1f} s')}</td>"
+                    f"<td class=muted>{_e((t.message or '')[:160])}</td></tr>")
+    return "".join(rows)
+
+
+def _title(result: TuneResult) -> tuple[str, str]:
+    w, p = result.workload, result.platform
+    title = f"rocmdoctor tune: {w.model} on {p.shown}"
+    stack = f"ROCm {p.hip}" if p.hip else f"CUDA {p.cuda}" if p.cuda else ""
     sub = " · ".join(x for x in (
-        f"batch {w['batch_size']}, {w['precision']}", f"torch {p.get('torch')}", stack,
-        f"study {result['study']['name']} ({result['study']['sampler']})",
-        str(result["created_at"])) if x)
+        f"batch {w.batch_size}, {w.precision}", f"torch {p.torch}", stack,
+        f"study {result.study.name} ({result.study.sampler})", str(result.created_at)) if x)
+    return title, sub
+
+
+def render_html(result: TuneResult) -> str:
+    verdict, conf, unit = result.verdict, result.confirmation, result.unit
+    base = result.baseline
+    title, sub = _title(result)
+    skipped = "".join(f"<li><b>{_e(k)}</b>: {_e(r)}</li>" for k, r in result.space.skipped)
+    warnings = "".join(f"<li>{_e(m)}</li>" for m in result.warnings)
+    chart = trials_chart(result.trials, base.throughput if base else None, unit,
+                         conf.timed_runs)
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{_e(title)}</title>
 <meta name="viewport" content="width=device-width, initial-scale=1"><style>{CSS}</style></head>
 <body><h1>{_e(title)}</h1>
 <div class=sub>{_e(sub)}</div>
-<div class="verdict{' win' if verdict['winner'] else ''}"><b>Verdict:</b>
-{_e(verdict['summary'])}{_e_line(energy_line(result))}{_e_line(passed_over_text(verdict))}</div>
-<h2>Throughput of each trial</h2>{trials_chart(result['trials'], base.get('throughput'), unit,
-                                              result['confirmation'].get('timed_runs', ()))}
-{_payback_table(cands)}
+<div class="verdict{' win' if verdict.winner else ''}"><b>Verdict:</b>
+{_e(verdict.summary)}{_e_line(energy_line(result))}{_e_line(passed_over_text(verdict))}</div>
+{_failure_block(result)}
+<h2>Throughput of each trial</h2>{chart}
+{_payback_table(conf.candidates)}
 <h2>Confirmed speed-up over your settings (95 % interval)</h2>
-<p class=sub>Re-measured interleaved over {_e(result['confirmation'].get('rounds', 0))} rounds;
-run-to-run noise {_fmt(noise, '{:.1%}')}.</p>{bar_chart(speed_rows, 1.0, '{:.3f}')}
+<p class=sub>Re-measured interleaved over {_e(conf.rounds)} rounds;
+run-to-run noise {_fmt(conf.noise_cv, '{:.1%}')}.</p>{_speed_chart(result)}
 <h2>Knob effects</h2><p class=sub>Geometric-mean throughput of finished trials with each value
-against those without it.</p>{bar_chart(effect_rows, 0.0, '{:+.1%}')}{effect_notes}
+against those without it.</p>{_effects_chart(result.effects)}
 <h2>How to apply</h2><pre>{_e(env_file_text(result))}</pre>
 <h2>Trials</h2><table><tr><th>#</th><th>changes</th><th>state</th><th>{_e(unit)}/s</th>
-<th>energy</th><th>one-time</th><th>message</th></tr>{''.join(rows)}</table>
+<th>energy</th><th>one-time</th><th>message</th></tr>{_trial_rows(result, unit)}</table>
 <h2>Not searched</h2><ul>{skipped or '<li>none</li>'}</ul>
 {'<h2>Warnings</h2><ul>' + warnings + '</ul>' if warnings else ''}
 </body></html>

@@ -18,19 +18,10 @@ Verify a knob by hand: run the same benchmark twice, e.g.
 
 from __future__ import annotations
 
-import re
-import sys
-from collections.abc import Mapping
-from dataclasses import dataclass, replace
 from typing import Any, Optional
 
-from packaging.version import InvalidVersion, Version
-
-from rocmdoctor.facts.alloc_conf import tokenize
-from rocmdoctor.facts.torch import TorchInfo, release_of, torch_info_of
-from rocmdoctor.host.probe import run_probe
-from rocmdoctor.kb import allocator as alloc_kb
-from rocmdoctor.kb.debug_vars import DEBUG_VARS, level
+from rocmdoctor.kb.debug_vars import DEBUG_VARS
+from rocmdoctor.tuners.model import Knob
 
 ENV = "env"
 ALLOC = "alloc"
@@ -78,41 +69,6 @@ BATCH = ("https://nvlabs.github.io/eccv2020-mixed-precision-tutorial/files/"
 HSA_OVERRIDE = ("https://github.com/ROCm/ROCT-Thunk-Interface/blob/master/src/topology.c")
 
 
-@dataclass(frozen=True)
-class Knob:
-    """One searchable setting. `choices` are (label, value); the first is the default."""
-
-    name: str
-    title: str
-    kind: str
-    choices: tuple[tuple[str, Any], ...]
-    platforms: tuple[str, ...]
-    spaces: tuple[str, ...]
-    source: str
-    effect: str
-    # platform -> (minimum torch, minimum ROCm/HIP of the torch build or None)
-    min_versions: tuple[tuple[str, str, Optional[str]], ...] = ()
-    uses: tuple[str, ...] = ()  # model operations it acts on; () = any model
-    requires: tuple[tuple[str, str], ...] = ()  # (knob, label) that must hold in the trial
-    changes_numerics: bool = False
-    one_time_cost: bool = False  # first use tunes or compiles (reported apart)
-    test_only: bool = False
-    # The choice its source expects to be faster in most training workloads: the tune tries
-    # it (with every other such choice) right after your settings, then searches. For the
-    # batch size, "max" (the largest given); the precision is seeded per half precision.
-    fast: Optional[str] = None
-
-    @property
-    def labels(self) -> tuple[str, ...]:
-        return tuple(label for label, _ in self.choices)
-
-    def value(self, label: str) -> Any:
-        for choice_label, value in self.choices:
-            if choice_label == label:
-                return value
-        raise KeyError(f"{self.name} has no choice {label!r}")
-
-
 def _env_choices(var: str, *values: str) -> tuple[tuple[str, Any], ...]:
     return ((DEFAULT, {}),) + tuple((v, {var: v}) for v in values)
 
@@ -124,7 +80,7 @@ KNOBS: tuple[Knob, ...] = (
           ("fp32-strict", "fp32-strict")),
          PLATFORMS, ("default", "full"), AMP,
          "autocast to bf16/fp16 (fp16 with a GradScaler) or TF32 matmuls; changes numerics",
-         changes_numerics=True),
+         changes_numerics=True, choices_from="precisions", kept_by="keep_precision"),
     Knob("channels_last", "channels_last memory format", SPEC, (("off", False), ("on", True)),
          PLATFORMS, ("default", "full"), CHANNELS_LAST,
          "model and inputs in NHWC; convolution kernels avoid transposes", uses=("conv",),
@@ -166,9 +122,11 @@ KNOBS: tuple[Knob, ...] = (
          uses=("sdpa",)),
     Knob("batch_size", "batch size", SPEC, (), PLATFORMS, ("default", "full"), BATCH,
          "samples per step, from yours up to the largest that fits; a new batch size needs a "
-         "new learning rate (scale it with the batch)", fast="max"),
+         "new learning rate (scale it with the batch)", fast="max", choices_from="batch_sizes",
+         kept_by="keep_batch_size"),
     Knob("threads", "CPU threads (OMP_NUM_THREADS)", ENV, (), ("cpu",), SPACES, CPU_THREADS,
-         "intra-op threads; PyTorch reads OMP_NUM_THREADS at start"),
+         "intra-op threads; PyTorch reads OMP_NUM_THREADS at start",
+         choices_from="thread_counts"),
     Knob("cudnn_benchmark", "torch.backends.cudnn.benchmark", SETTING,
          ((DEFAULT, None), ("on", True), ("off", False)), ("rocm", "cuda"), ("default", "full"),
          CUDNN_BENCHMARK,
@@ -282,170 +240,9 @@ NEVER_SEARCHED: tuple[tuple[str, str, str], ...] = tuple(
 )
 
 
-@dataclass(frozen=True)
-class Platform:
-    """What the probe child found: the platform kind and the versions knobs depend on."""
-
-    kind: str  # rocm | cuda | cpu
-    torch: Optional[str] = None
-    hip: Optional[str] = None
-    cuda: Optional[str] = None
-    device: str = ""
-    arch: Optional[str] = None  # gfx942 (feature suffixes dropped) or sm_90
-    cpu_count: int = 1
-    torch_threads: Optional[int] = None
-    device_count: int = 0  # GPUs torch sees (0 on the CPU)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "torch": self.torch, "hip": self.hip, "cuda": self.cuda,
-                "device": self.device, "arch": self.arch, "cpu_count": self.cpu_count,
-                "torch_threads": self.torch_threads, "device_count": self.device_count}
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> Platform:
-        return cls(kind=str(d.get("kind", "cpu")), torch=d.get("torch"), hip=d.get("hip"),
-                   cuda=d.get("cuda"), device=str(d.get("device") or ""), arch=d.get("arch"),
-                   cpu_count=int(d.get("cpu_count") or 1), torch_threads=d.get("torch_threads"),
-                   device_count=int(d.get("device_count") or 0))
-
-
-def release(text: Optional[str]) -> Optional[Version]:
-    """The numeric release of a version string: "2.9.1+rocm6.4" -> 2.9.1, "6.4.43482-x" -> 6.4."""
-    if not text:
-        return None
-    match = re.match(r"\s*(\d+(?:\.\d+){0,2})", text)
-    if not match:
-        return None
-    parts = match.group(1).split(".")
-    if len(parts) == 3 and len(parts[2]) > 3:  # a HIP build number, not a patch level
-        parts = parts[:2]
-    try:
-        return Version(".".join(parts))
-    except InvalidVersion:
-        return None
-
-
-def at_least(have: Optional[str], need: str) -> bool:
-    version = release(have)
-    wanted = release(need)
-    return version is not None and wanted is not None and version >= wanted
-
-
-def version_gap(knob: Knob, platform: Platform) -> Optional[str]:
-    """Why the installed versions do not honour the knob, or None."""
-    for kind, min_torch, min_rocm in knob.min_versions:
-        if kind != platform.kind:
-            continue
-        if not at_least(platform.torch, min_torch):
-            return f"needs torch >= {min_torch} (this is {platform.torch or 'unknown'})"
-        if min_rocm and not at_least(platform.hip, min_rocm):
-            return (f"needs a torch built for ROCm >= {min_rocm} (this one: "
-                    f"{platform.hip or 'unknown'})")
-    return None
-
-
-def setting_default(name: str, platform: Platform) -> Any:
-    """The value torch uses for a run-time setting that the user did not set."""
-    for setting, kind, since, before, value in SETTING_DEFAULTS:
-        if setting != name or kind != platform.kind:
-            continue
-        if since and not at_least(platform.torch, since):
-            continue
-        if before and at_least(platform.torch, before):
-            continue
-        return value
-    return None
-
-
 def knobs_named(name: str) -> tuple[Knob, ...]:
     return tuple(k for k in KNOBS if k.name == name)
 
 
 def knob_names() -> tuple[str, ...]:
     return tuple(dict.fromkeys(k.name for k in KNOBS if not k.test_only))
-
-
-def alloc_var(platform: Platform, env: Mapping[str, str]) -> str:
-    """The allocator variable a trial should set: the one this torch reads among those the
-    user set (the first set in its precedence order, kb/allocator.py PRECEDENCE; an empty one
-    counts), else the one this torch reads reliably (PYTORCH_ALLOC_CONF from 2.11:
-    pytorch#183387)."""
-    rule = alloc_kb.precedence_for(release_of(platform.torch))
-    order = rule.order if platform.kind == "rocm" else rule.order_cuda
-    for var in order:
-        if var in env:
-            return var
-    if at_least(platform.torch, "2.11"):
-        return alloc_kb.ALLOC_CONF
-    return alloc_kb.CUDA_ALLOC_CONF
-
-
-def _alloc_options(text: str) -> list[list[str]]:
-    """The top-level options of an allocator configuration, each as its tokens (torch's own
-    tokenizer: a bracketed list is one value)."""
-    options: list[list[str]] = [[]]
-    depth = 0
-    for token in tokenize(text):
-        depth += {"[": 1, "]": -1}.get(token, 0)
-        if token == "," and depth <= 0:
-            options.append([])
-        else:
-            options[-1].append(token)
-    return [o for o in options if o]
-
-
-def merge_alloc(current: str, option: str) -> str:
-    """`current` with one "key:value" option set (replacing that key if present)."""
-    key = _alloc_options(option)[0][0]
-    kept = ["".join(o) for o in _alloc_options(current) if o[0] != key]
-    return ",".join(kept + [option])
-
-
-def environment_warnings(env: Mapping[str, str]) -> list[str]:
-    """Debugging variables in the user's environment: every trial inherits them."""
-    out = []
-    for var in DEBUG_VARS:
-        value = env.get(var.name, "")
-        if value and level(value) >= var.min_level:
-            out.append(f"your environment sets {var.name}={value}, which {var.cost}; every "
-                       f"trial inherits it, so all numbers are slower than they need be "
-                       f"({var.source})")
-    return out
-
-
-class ProbeError(Exception):
-    """The platform probe failed: one line for the user."""
-
-
-def platform_of(torch: TorchInfo, device: str) -> Platform:
-    """The Platform a tune runs on, from the probe's TorchInfo; ProbeError when torch cannot
-    run there."""
-    if not torch.imported:
-        error = torch.error or "unknown error"
-        if torch.could_not_run or torch.crashed or torch.failed_stage not in (None, "import"):
-            raise ProbeError(error)  # the interpreter, not torch: its own words
-        raise ProbeError(f"cannot import torch: {error}")
-    base = Platform(kind="cpu", torch=torch.version, hip=torch.hip, cuda=torch.cuda,
-                    device="cpu", cpu_count=torch.cpu_count or 1,
-                    torch_threads=torch.num_threads)
-    if device != "cpu" and torch.available and torch.devices:
-        first = torch.devices[0]
-        rocm = bool(torch.hip)
-        arch = (first.arch or "").split(":")[0] or None
-        return replace(base, kind="rocm" if rocm else "cuda", device=first.name, arch=arch,
-                       device_count=torch.device_count)
-    if device == "cuda":
-        raise ProbeError(f"--device cuda, but torch {torch.version} sees no GPU")
-    return base
-
-
-def probe_platform(device: str, python: Optional[str], env: Mapping[str, str],
-                   timeout_s: float = 180.0) -> Platform:
-    """Platform and versions, from the torch probe (rocmdoctor.host.probe) run in the Python
-    that will train, with the tune's environment."""
-    data = run_probe(python, timeout_s, env=env, smoke=False)
-    torch = torch_info_of(data)
-    if torch.timed_out:
-        raise ProbeError(f"the platform probe ({python or sys.executable}) did not finish in "
-                         f"{timeout_s:.0f} s; `rocmdoctor check` says why torch hangs")
-    return platform_of(torch, device)

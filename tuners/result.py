@@ -1,78 +1,35 @@
-"""A tune's result (schema rocmdoctor.tune/1): the figures kept from each trial, each trial
-as the tune reads it back, what a trial changes, and how to apply the winner (environment
-variables, the Python lines and the notes a training script needs)."""
+"""A tune's result (schema rocmdoctor.tune/1) built from what the search and the proof
+found: the verdict (the best overall, at your precision, at your batch size, and the one
+passed over for a simpler one), how to apply the best (environment variables, the Python
+lines and the notes a training script needs), the knob effects and the warnings."""
 
 from __future__ import annotations
 
-import math
-import statistics
+import datetime
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Optional
 
-from rocmdoctor import schemas
-from rocmdoctor.tuners import study as sd
+from rocmdoctor import __version__, schemas
+from rocmdoctor.host import process
+from rocmdoctor.tuners import confirm as cf
 from rocmdoctor.tuners.bench.spec import BenchSpec
-
-if TYPE_CHECKING:
-    import optuna
+from rocmdoctor.tuners.model import (
+    Apply,
+    BatchSearch,
+    Candidate,
+    Confirmation,
+    Failure,
+    Platform,
+    Recovery,
+    Search,
+    SpaceInfo,
+    Study,
+    Trial,
+    TuneResult,
+    Verdict,
+)
 
 SCHEMA = schemas.TUNE
-
-
-def metrics_of(result: Mapping[str, Any]) -> dict[str, Any]:
-    """The figures a tune keeps from a bench result (schema rocmdoctor.bench/1)."""
-    metrics = result.get("metrics") or {}
-    tput = metrics.get("throughput") or {}
-    memory = metrics.get("memory") or {}
-    device_mem = memory.get("peak_reserved_bytes")
-    workload = result.get("workload") or {}
-    return {
-        "throughput": tput.get("median"), "p10": tput.get("p10"), "p90": tput.get("p90"),
-        "cv": tput.get("cv"), "unit": metrics.get("unit", "samples"),
-        "memory_bytes": device_mem if device_mem is not None else
-        memory.get("host_peak_rss_bytes"),
-        "memory_kind": "device peak reserved" if device_mem is not None else "host peak RSS",
-        "energy_per_sample_j": (metrics.get("power") or {}).get("energy_per_sample_j"),
-        # what the throughput counts per sample (tokens per sequence) and the optimizer run
-        "units_per_sample": workload.get("units_per_sample"),
-        "optimizer_class": workload.get("optimizer_class"),
-        "first_step_s": (result.get("warmup") or {}).get("first_step_s"),
-        "windows": [w.get("samples_per_s") for w in result.get("windows") or []],
-        "unsupported": ((result.get("environment") or {}).get("knobs") or {}).get(
-            "unsupported") or {},
-        # which GPU the child was given, as it saw it (tune --gpus)
-        "visible_devices": {k: v for k, v in (((result.get("environment") or {}).get("knobs")
-                                               or {}).get("env") or {}).items()
-                            if k in ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES")},
-    }
-
-
-def trial_dict(trial: optuna.trial.FrozenTrial, environment: bool = False) -> dict[str, Any]:
-    """A trial as the tune reads it; `environment`: it crashed because the environment broke
-    (the study's ENVIRONMENT_CRASHES), not because of its settings."""
-    attrs = trial.user_attrs
-    metrics = attrs.get("metrics") or {}
-    return {
-        "number": trial.number, "params": dict(trial.params),
-        "state": attrs.get("state") or sd.unrecorded_state(trial),
-        "message": attrs.get("message", ""), "stderr_tail": attrs.get("stderr_tail", ""),
-        "baseline": bool(attrs.get("baseline")), "retry_of": attrs.get("retry_of"),
-        "seed": bool(attrs.get("seed")), "gpu": attrs.get("gpu"),
-        "started_at": attrs.get("started_at"), "wall_s": attrs.get("wall_s"),
-        "one_time_s": attrs.get("one_time_s"), "dir": attrs.get("dir"),
-        "env": attrs.get("env") or {}, "precision": (attrs.get("spec") or {}).get("precision"),
-        "throughput": metrics.get("throughput"), "p10": metrics.get("p10"),
-        "p90": metrics.get("p90"), "cv": metrics.get("cv"), "unit": metrics.get("unit"),
-        "memory_bytes": metrics.get("memory_bytes"), "memory_kind": metrics.get("memory_kind"),
-        "energy_per_sample_j": metrics.get("energy_per_sample_j"),
-        "units_per_sample": metrics.get("units_per_sample"),
-        "optimizer_class": metrics.get("optimizer_class"),
-        "first_step_s": metrics.get("first_step_s"), "windows": metrics.get("windows") or [],
-        "unsupported": metrics.get("unsupported") or {},
-        "visible_devices": metrics.get("visible_devices") or {},
-        "survivors": attrs.get("survivors"), "retried": attrs.get("retried"),
-        "known_cause": attrs.get("known_cause"), "environment": environment,
-    }
 
 
 def changes_text(changes: Mapping[str, str]) -> str:
@@ -129,87 +86,107 @@ CODE_LINES: dict[tuple[str, str], tuple[str, ...]] = {
 }
 
 
-def how_to_apply(space: Mapping[str, Any], params: Mapping[str, str],
-                 trial_env: Mapping[str, str], platform_kind: str, spec: BenchSpec,
-                 optimizer: Optional[str] = None) -> dict[str, Any]:
+def how_to_apply(space: SpaceInfo, params: Mapping[str, str], trial_env: Mapping[str, str],
+                 platform_kind: str, spec: BenchSpec, optimizer: Optional[str] = None) -> Apply:
     """Environment variables, Python lines and notes that reproduce a trial's settings;
     `optimizer` is the optimizer class the trial ran (`torch.optim.AdamW`)."""
-    knobs = {k["name"]: k for k in space.get("knobs", [])}
     env = {k: v for k, v in trial_env.items() if k not in NOT_EXPORTED}
     python: list[str] = []
     notes: list[str] = []
-    device = "cpu" if platform_kind == "cpu" else "cuda"
     for name, label in params.items():
-        knob = knobs.get(name)
-        if knob is None or label == knob["baseline"]:
+        knob = space.knob(name)
+        if knob is None or label == knob.baseline:
             continue
         if name == "tunableop" and label == "on":
             env["PYTORCH_TUNABLEOP_ENABLED"] = "1"
             notes.append("TunableOp replays the tuned GEMMs in PYTORCH_TUNABLEOP_FILENAME; new "
                          "shapes are tuned on first use")
-        if name == "compile" and label == "on" and params.get("compile_mode") not in (
-                None, "default"):
-            python.append(f'model = torch.compile(model, mode="{params["compile_mode"]}")')
-            continue
-        if name == "compile_mode":  # written with compile, unless you compile already
-            if params.get("compile") == knobs.get("compile", {}).get("baseline", "on"):
-                python.append(f'model = torch.compile(model, mode="{label}")')
-            continue
-        for line in CODE_LINES.get((name, label), ()):
-            python.append(line.format(device=device, optimizer=optimizer or "torch.optim.SGD"))
+        python += _code_lines(space, params, name, label, platform_kind, optimizer)
         if name == "batch_size":
             notes.append(f"batch size {label} instead of {spec.batch_size}: scale the learning "
                          "rate with it")
-        if knob.get("changes_numerics"):
-            notes.append(f"{name} {knob['baseline']} -> {label} changes numerics: check that "
+        if knob.changes_numerics:
+            notes.append(f"{name} {knob.baseline} -> {label} changes numerics: check that "
                          "the model still converges")
     if any(k.startswith("MIOPEN_") and k.endswith(("_PATH", "_DIR")) for k in env):
         notes.append("MIOPEN_USER_DB_PATH and MIOPEN_CUSTOM_CACHE_DIR point at the databases "
                      "this trial tuned; they stay valid for this MIOpen version and GPU")
-    return {"env": env, "python": python, "notes": notes}
+    return Apply(env=env, python=tuple(python), notes=tuple(notes))
 
 
-def payback(base: Mapping[str, Any], trial: Mapping[str, Any], speedup: Optional[float],
-            batch_size: int, units_per_sample: int = 1) -> Optional[dict[str, Any]]:
-    """After how many steps (and minutes of training at the faster speed) a candidate's
-    one-time cost (compile, tuning) beyond yours is paid back by its faster steps; None when
-    it is not faster or its throughput is unknown. Throughput counts units (images, tokens):
-    a step trains `batch_size` samples of `units_per_sample` units each."""
-    rate = base.get("throughput")
-    if not speedup or speedup <= 1.0 or not rate:
-        return None
-    extra = max(0.0, float(trial.get("one_time_s") or 0.0) - float(base.get("one_time_s")
-                                                                   or 0.0))
-    faster = rate * speedup
-    saved = 1.0 / rate - 1.0 / faster  # seconds saved per unit
-    units = extra / saved
-    per_step = batch_size * max(1, units_per_sample)
-    return {"one_time_s": round(extra, 1), "steps": int(math.ceil(units / per_step)),
-            "minutes": round(units / faster / 60.0, 2)}
+def _code_lines(space: SpaceInfo, params: Mapping[str, str], name: str, label: str,
+                platform_kind: str, optimizer: Optional[str]) -> list[str]:
+    """The Python lines of one changed knob; compile and its mode make one line."""
+    mode = params.get("compile_mode")
+    if name == "compile" and label == "on" and mode not in (None, "default"):
+        return [f'model = torch.compile(model, mode="{mode}")']
+    if name == "compile_mode":  # written with compile, unless you compile already
+        compile_knob = space.knob("compile")
+        if params.get("compile") == (compile_knob.baseline if compile_knob else "on"):
+            return [f'model = torch.compile(model, mode="{label}")']
+        return []
+    device = "cpu" if platform_kind == "cpu" else "cuda"
+    return [line.format(device=device, optimizer=optimizer or "torch.optim.SGD")
+            for line in CODE_LINES.get((name, label), ())]
 
 
-def energy_per_unit(record: Mapping[str, Any]) -> Optional[float]:
-    """Joules per unit of throughput (per image, per token) from a trial or a re-run that
-    kept `energy_per_sample_j` (per sample: per sequence for a language model)."""
-    energy, units = record.get("energy_per_sample_j"), record.get("units_per_sample")
-    if energy is None or not math.isfinite(float(energy)):
-        return None
-    if units is None:  # a result from before units were kept: a sample is an image
-        if record.get("unit") not in (None, "images", "samples"):
-            return None
-        units = 1
-    return float(energy) / max(1, int(units))
+def build(study: Study, spec: BenchSpec, platform: Platform, space: SpaceInfo, budget_s: float,
+          elapsed_s: float, trials: Sequence[Trial], baseline: Optional[Trial],
+          confirmation: Confirmation, stopped: Optional[str], stopped_why: str,
+          batch_search: BatchSearch, failure: Optional[Failure], recovery: Optional[Recovery],
+          warnings: Sequence[str]) -> TuneResult:
+    """The result of a tune from what its search and its proof found."""
+    verdict = _verdict(confirmation, spec)
+    best = verdict.best_overall
+    apply = None
+    if best is not None:
+        t = next(t for t in trials if t.number == best.trial)
+        apply = how_to_apply(space, best.params, t.env, platform.kind, spec, t.optimizer_class)
+    effects = cf.mark_effects(cf.knob_effects(trials, space), space,
+                              best.changes if best else None, confirmation.noise_cv,
+                              confirmation.status == "done")
+    return TuneResult(
+        schema=SCHEMA, tool_version=__version__,
+        created_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        study=study, workload=spec, platform=platform, space=space, budget_s=budget_s,
+        elapsed_s=elapsed_s, warnings=tuple(_warnings(warnings, trials)), trials=tuple(trials),
+        baseline=baseline, confirmation=confirmation, verdict=verdict,
+        search=Search(stopped=stopped, why=stopped_why,
+                      queued=sum(t.state == "waiting" for t in trials)),
+        batch_search=batch_search, effects=tuple(effects), apply=apply, failure=failure,
+        recovery=recovery)
 
 
-def confirmed_energy(trial: Mapping[str, Any], runs: Sequence[Mapping[str, Any]]
-                     ) -> Optional[float]:
-    """Joules per unit of a trial over its confirmation re-runs (their median), else from its
-    search run; None where no power was measured."""
-    same = {"units_per_sample": trial.get("units_per_sample"), "unit": trial.get("unit")}
-    mine = [r for r in runs if r.get("trial") == trial.get("number")
-            and r.get("state", "ok") == "ok"]
-    measured = [e for e in (energy_per_unit({**r, **same}) for r in mine) if e is not None]
-    if measured:
-        return statistics.median(measured)
-    return energy_per_unit(trial)
+def _verdict(confirmation: Confirmation, spec: BenchSpec) -> Verdict:
+    winners = [c for c in confirmation.candidates if c.winner]
+    runs, noise = confirmation.runs, confirmation.noise_cv
 
+    def best_of(keep: Sequence[Candidate]) -> Optional[Candidate]:
+        return cf.pick_best(keep, runs, noise)[0]
+
+    best, passed_over = cf.pick_best(winners, runs, noise)
+    if best is not None:
+        summary = (f"trial {best.trial} ({changes_text(best.changes)}) is faster than your "
+                   f"settings: {best.why}")
+    else:
+        summary = confirmation.reason or \
+            "no configuration beat your current settings beyond the measured noise"
+    return Verdict(winner=best is not None, summary=summary, best_overall=best,
+                   best_same_precision=best_of([c for c in winners
+                                                if c.precision == spec.precision]),
+                   best_same_batch=best_of([c for c in winners
+                                            if c.batch_size == spec.batch_size]),
+                   passed_over=passed_over, precision=spec.precision,
+                   batch_size=spec.batch_size)
+
+
+def _warnings(given: Sequence[str], trials: Sequence[Trial]) -> list[str]:
+    """The warnings of the environment and the resume, what the child processes' working
+    folder needed, and each crash with a known cause outside rocmdoctor."""
+    out = list(given) + process.cwd_notes()
+    causes = {t.known_cause["key"]: t.known_cause for t in trials if t.known_cause}
+    for cause in causes.values():
+        avoided = f"; {cause['avoided']}" if cause.get("avoided") else ""
+        out.append(f"a crash with a known cause outside rocmdoctor: {cause['what']} "
+                   f"({cause['source']}){avoided}")
+    return out

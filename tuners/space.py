@@ -19,7 +19,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional
 
 from rocmdoctor.tuners import knobs as kb
+from rocmdoctor.tuners import rules
 from rocmdoctor.tuners.bench.spec import BenchSpec
+from rocmdoctor.tuners.model import Knob, KnobInfo, Plan, Platform, SpaceInfo
 
 if TYPE_CHECKING:
     import optuna
@@ -27,7 +29,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class PlannedKnob:
-    knob: kb.Knob
+    knob: Knob
     labels: tuple[str, ...]
     baseline: str
     values: Mapping[str, Any] = field(default_factory=dict)
@@ -74,34 +76,31 @@ class SearchSpace:
         data = [(pk.name, pk.labels, pk.baseline) for pk in self.knobs]
         return hashlib.sha256(json.dumps(data).encode()).hexdigest()[:16]
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name, "size": self.size(),
-            "knobs": [{"name": pk.name, "title": pk.knob.title, "kind": pk.knob.kind,
-                       "choices": list(pk.labels), "baseline": pk.baseline,
-                       "changes_numerics": pk.knob.changes_numerics,
-                       "one_time_cost": pk.knob.one_time_cost,
-                       "effect": pk.knob.effect, "source": pk.knob.source}
-                      for pk in self.knobs],
-            "skipped": [{"knob": name, "reason": reason} for name, reason in self.skipped],
-            "never_searched": [{"variable": n, "reason": r, "source": s}
-                               for n, r, s in kb.NEVER_SEARCHED],
-        }
+    def info(self) -> SpaceInfo:
+        """The space as a result records it."""
+        return SpaceInfo(
+            name=self.name, size=self.size(),
+            knobs=tuple(KnobInfo(name=pk.name, title=pk.knob.title, kind=pk.knob.kind,
+                                 choices=pk.labels, baseline=pk.baseline,
+                                 changes_numerics=pk.knob.changes_numerics,
+                                 one_time_cost=pk.knob.one_time_cost, effect=pk.knob.effect,
+                                 source=pk.knob.source) for pk in self.knobs),
+            skipped=self.skipped, never_searched=kb.NEVER_SEARCHED)
 
 
-def _in_space(knob: kb.Knob, space: str, names: Sequence[str]) -> bool:
+def _in_space(knob: Knob, space: str, names: Sequence[str]) -> bool:
     if names:
         return knob.name in names
     return space in knob.spaces
 
 
-def _why_not(knob: kb.Knob, platform: kb.Platform, spec: BenchSpec,
+def _why_not(knob: Knob, platform: Platform, spec: BenchSpec,
              env: Mapping[str, str]) -> Optional[str]:
     if platform.kind not in knob.platforms:
         named = kb.knobs_named(knob.name)
         kinds = [p for p in kb.PLATFORMS if any(p in k.platforms for k in named)]
         return "only on " + ", ".join("ROCm" if p == "rocm" else p.upper() for p in kinds)
-    gap = kb.version_gap(knob, platform)
+    gap = rules.version_gap(knob, platform)
     if gap:
         return gap
     uses = kb.MODEL_USES.get(spec.model)
@@ -109,22 +108,29 @@ def _why_not(knob: kb.Knob, platform: kb.Platform, spec: BenchSpec,
         return f"{spec.model} has no {'/'.join(knob.uses)} work for it to act on"
     if knob.kind == kb.TUNABLEOP and env.get("PYTORCH_TUNABLEOP_ENABLED"):
         return "your environment already sets PYTORCH_TUNABLEOP_ENABLED"
-    if knob.kind == kb.ALLOC and "max_split_size_mb" in env.get(kb.alloc_var(platform, env), ""):
+    if knob.kind == kb.ALLOC and "max_split_size_mb" in env.get(rules.alloc_var(platform, env),
+                                                                 ""):
         return ("your allocator setting has max_split_size_mb, which misbehaves with "
                 f"expandable_segments ({kb.ALLOC_SPLIT_GROWTH}, {kb.ALLOC_ROCM_ZEROS})")
     return None
 
 
-def _dynamic_choices(knob: kb.Knob, spec: BenchSpec, platform: kb.Platform,
-                     env: Mapping[str, str], batch_sizes: Sequence[int]
-                     ) -> tuple[tuple[str, ...], str, dict[str, Any], Optional[str]]:
-    if knob.name == "batch_size":
-        if not batch_sizes:
-            return (), "", {}, f"no batch size but yours ({spec.batch_size}) to try here"
-        sizes = sorted(set(batch_sizes) | {spec.batch_size})
-        return (tuple(str(b) for b in sizes), str(spec.batch_size),
-                {str(b): b for b in sizes}, None)
-    # threads: the count in effect, then halvings of the CPU count down to 1
+Choices = tuple[tuple[str, ...], str, dict[str, Any], Optional[str]]  # labels, baseline,
+# the value of each label, why it is not searched (None: it is)
+
+
+def _batch_sizes(knob: Knob, spec: BenchSpec, platform: Platform, env: Mapping[str, str],
+                 batch_sizes: Sequence[int]) -> Choices:
+    """Yours and the sizes the tune searches (found by the max-batch search, or given)."""
+    if not batch_sizes:
+        return (), "", {}, f"no batch size but yours ({spec.batch_size}) to try here"
+    sizes = sorted(set(batch_sizes) | {spec.batch_size})
+    return tuple(str(b) for b in sizes), str(spec.batch_size), {str(b): b for b in sizes}, None
+
+
+def _thread_counts(knob: Knob, spec: BenchSpec, platform: Platform, env: Mapping[str, str],
+                   batch_sizes: Sequence[int]) -> Choices:
+    """The count in effect, then halvings of the CPU count down to 1."""
     current = env.get("OMP_NUM_THREADS", "").strip()
     effective = int(current) if current.isdigit() else (platform.torch_threads or
                                                          platform.cpu_count)
@@ -139,16 +145,25 @@ def _dynamic_choices(knob: kb.Knob, spec: BenchSpec, platform: kb.Platform,
     return tuple(values), kb.DEFAULT, values, None if counts else "only one thread count here"
 
 
-def _static_choices(knob: kb.Knob, spec: BenchSpec, platform: kb.Platform,
+def _precisions(knob: Knob, spec: BenchSpec, platform: Platform, env: Mapping[str, str],
+                batch_sizes: Sequence[int]) -> Choices:
+    """The precisions this platform runs (and your own, first if it is not among them)."""
+    labels = [p for p in knob.labels if p in kb.PRECISION_SUPPORT[platform.kind]
+              and _sm_ok(p, platform)] or [spec.precision]
+    if spec.precision not in labels:
+        labels.insert(0, spec.precision)
+    return tuple(labels), spec.precision, {}, None
+
+
+CHOICES_FROM = {"batch_sizes": _batch_sizes, "thread_counts": _thread_counts,
+                "precisions": _precisions}
+
+
+def _static_choices(knob: Knob, spec: BenchSpec, platform: Platform,
                     env: Mapping[str, str]) -> tuple[tuple[str, ...], str]:
+    """The table's choices that differ from what you run now, yours first."""
     labels = list(knob.labels)
     baseline = labels[0]
-    if knob.name == "precision":
-        labels = [p for p in labels if p in kb.PRECISION_SUPPORT[platform.kind]
-                  and _sm_ok(p, platform)] or [spec.precision]
-        if spec.precision not in labels:
-            labels.insert(0, spec.precision)
-        return tuple(labels), spec.precision
     if knob.kind == kb.SPEC:
         current = getattr(spec, knob.name)
         baseline = next(label for label, value in knob.choices if value == current)
@@ -156,8 +171,8 @@ def _static_choices(knob: kb.Knob, spec: BenchSpec, platform: kb.Platform,
     if knob.kind == kb.SETTING:
         user = spec.settings.get(knob.name)
         effective = {label: (value if value is not None else
-                             (user if user is not None else kb.setting_default(knob.name,
-                                                                               platform)))
+                             (user if user is not None else rules.setting_default(knob.name,
+                                                                                  platform)))
                      for label, value in knob.choices}
         keep = [baseline] + [label for label in labels[1:]
                              if effective[label] != effective[baseline]]
@@ -167,14 +182,14 @@ def _static_choices(knob: kb.Knob, spec: BenchSpec, platform: kb.Platform,
                              if any(env.get(var) != v for var, v in value.items())]
         return tuple(keep), baseline
     if knob.kind == kb.ALLOC:
-        current = env.get(kb.alloc_var(platform, env), "")
+        current = env.get(rules.alloc_var(platform, env), "")
         keep = [baseline] + [label for label, value in knob.choices[1:]
                              if value not in current.replace(" ", "").split(",")]
         return tuple(keep), baseline
     return tuple(labels), baseline
 
 
-def _sm_ok(precision: str, platform: kb.Platform) -> bool:
+def _sm_ok(precision: str, platform: Platform) -> bool:
     need = kb.CUDA_MIN_SM.get(precision)
     if platform.kind != "cuda" or need is None:
         return True
@@ -194,7 +209,25 @@ def space_names(space: str, allow_test_knobs: bool = False) -> list[str]:
     return names
 
 
-def plan_space(platform: kb.Platform, spec: BenchSpec, env: Mapping[str, str],
+def _kept(knob: Knob, spec: BenchSpec, kept: Sequence[str]) -> Optional[str]:
+    """Why an option the user gave keeps this knob at their value (--keep-precision)."""
+    if knob.kept_by is None or knob.kept_by not in kept:
+        return None
+    return f"--{knob.kept_by.replace('_', '-')} keeps {getattr(spec, knob.name)}"
+
+
+def _unmet(knob: Knob, spec: BenchSpec, planned: Sequence[PlannedKnob]) -> Optional[str]:
+    """Why a knob that needs another's value cannot act: that one is neither searched nor
+    set so by the user."""
+    for req, label in knob.requires:
+        if any(pk.name == req for pk in planned):
+            continue
+        if getattr(spec, req, None) != kb.knobs_named(req)[0].value(label):
+            return f"needs {req} {label} (search it or pass --{req.replace('_', '-')})"
+    return None
+
+
+def plan_space(platform: Platform, spec: BenchSpec, env: Mapping[str, str],
                space: str = "default", keep_precision: bool = False,
                batch_sizes: Sequence[int] = (), allow_test_knobs: bool = False,
                keep_batch_size: bool = False) -> SearchSpace:
@@ -204,6 +237,8 @@ def plan_space(platform: kb.Platform, spec: BenchSpec, env: Mapping[str, str],
     ValueError for an unknown name.
     """
     names = space_names(space, allow_test_knobs)
+    kept = [name for name, on in (("keep_precision", keep_precision),
+                                  ("keep_batch_size", keep_batch_size)) if on]
     planned: list[PlannedKnob] = []
     skipped: dict[str, str] = {}
     for knob in kb.KNOBS:
@@ -211,24 +246,15 @@ def plan_space(platform: kb.Platform, spec: BenchSpec, env: Mapping[str, str],
             continue
         if any(pk.name == knob.name for pk in planned):
             continue
-        reason = _why_not(knob, platform, spec, env)
-        if knob.name == "precision" and keep_precision:
-            reason = f"--keep-precision keeps {spec.precision}"
-        if knob.name == "batch_size" and keep_batch_size:
-            reason = f"--keep-batch-size keeps {spec.batch_size}"
-        if reason is None and knob.requires:
-            for req, label in knob.requires:
-                if any(pk.name == req for pk in planned):
-                    continue
-                req_knob = kb.knobs_named(req)[0]
-                if getattr(spec, req, None) != req_knob.value(label):
-                    reason = f"needs {req} {label} (search it or pass --{req.replace('_', '-')})"
+        reason = _kept(knob, spec, kept) or _why_not(knob, platform, spec, env)
+        if reason is None:
+            reason = _unmet(knob, spec, planned)
         if reason is not None:
             skipped.setdefault(knob.name, reason)
             continue
-        if not knob.choices:
-            labels, baseline, values, reason = _dynamic_choices(knob, spec, platform, env,
-                                                                batch_sizes)
+        if knob.choices_from is not None:
+            labels, baseline, values, reason = CHOICES_FROM[knob.choices_from](
+                knob, spec, platform, env, batch_sizes)
         else:
             (labels, baseline), values = _static_choices(knob, spec, platform, env), {}
         if reason is None and len(labels) < 2:
@@ -251,17 +277,12 @@ def suggest(trial: optuna.Trial, space: SearchSpace) -> dict[str, str]:
     return params
 
 
-@dataclass(frozen=True)
-class TrialPlan:
-    spec: BenchSpec
-    env: dict[str, str]
-    tunableop: bool
-    dirs: dict[str, str]
+TrialPlan = Plan  # the name the tests and older callers know
 
 
 def materialize(space: SearchSpace, params: Mapping[str, str], spec: BenchSpec,
-                platform: kb.Platform, env: Mapping[str, str], trial_dir: str,
-                compile_cache: Optional[str] = None) -> TrialPlan:
+                platform: Platform, env: Mapping[str, str], trial_dir: str,
+                compile_cache: Optional[str] = None) -> Plan:
     """The BenchSpec and environment patch of one point; per-trial database folders keep
     MIOpen's and TunableOp's tuned state apart between trials. `compile_cache`, when given,
     is one TorchInductor/Triton cache shared by every trial (faster trials; their first
@@ -281,8 +302,8 @@ def materialize(space: SearchSpace, params: Mapping[str, str], spec: BenchSpec,
         elif kind == kb.ENV:
             patch.update(value)
         elif kind == kb.ALLOC and value is not None:
-            var = kb.alloc_var(platform, env)
-            patch[var] = kb.merge_alloc(env.get(var, ""), value)
+            var = rules.alloc_var(platform, env)
+            patch[var] = rules.merge_alloc(env.get(var, ""), value)
         elif kind == kb.TUNABLEOP:
             tunableop = bool(value)
     settings.setdefault("mfu", False)  # a trial's figures need no FLOP count or GEMM peak
@@ -298,10 +319,10 @@ def materialize(space: SearchSpace, params: Mapping[str, str], spec: BenchSpec,
         dirs["TRITON_CACHE_DIR"] = os.path.join(cache, "triton")
     patch.update(dirs)
     new_spec = dataclasses.replace(spec, settings=settings, **fields)
-    return TrialPlan(new_spec, patch, tunableop, dirs)
+    return Plan(new_spec, patch, tunableop, dirs)
 
 
-def tunableop_env(plan: TrialPlan, tuning: bool) -> dict[str, str]:
+def tunableop_env(plan: Plan, tuning: bool) -> dict[str, str]:
     """TunableOp's two runs (ROCm workload guide): tune once, then replay the results file."""
     return {**plan.env, "PYTORCH_TUNABLEOP_ENABLED": "1",
             "PYTORCH_TUNABLEOP_TUNING": "1" if tuning else "0"}

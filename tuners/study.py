@@ -14,9 +14,10 @@ import warnings
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Optional
 
-from rocmdoctor.tuners import knobs as kb
 from rocmdoctor.tuners.bench.child import STATES as DONE_STATES
 from rocmdoctor.tuners.bench.spec import BenchSpec
+from rocmdoctor.tuners.codec import platform_dict
+from rocmdoctor.tuners.model import Platform, Trial
 from rocmdoctor.tuners.space import SearchSpace, seed_params
 
 if TYPE_CHECKING:
@@ -45,10 +46,10 @@ class StudyMismatch(Exception):
     """The named study was created for another workload or search space."""
 
 
-def study_name(spec: BenchSpec, space: SearchSpace, platform: kb.Platform,
+def study_name(spec: BenchSpec, space: SearchSpace, platform: Platform,
                keep_precision: bool) -> str:
     """A stable name per workload, search space and machine, so the same command resumes."""
-    machine = {k: v for k, v in platform.to_dict().items() if k != "device_count"}
+    machine = {k: v for k, v in platform_dict(platform).items() if k != "device_count"}
     key = json.dumps([spec.to_dict(), space.signature(), machine, keep_precision],
                      sort_keys=True, default=str)
     model = re.sub(r"[^A-Za-z0-9_.-]+", "-", spec.model)[:40]
@@ -235,8 +236,64 @@ def params_key(params: Mapping[str, Any]) -> str:
     return json.dumps(dict(sorted(params.items())))
 
 
-def done_keys(trials: Sequence[Mapping[str, Any]]) -> set[str]:
+def done_keys(trials: Sequence[Trial]) -> set[str]:
     """Parameter sets already measured to an end (not interrupted, not skipped, not crashed by
-    a broken environment), of trials as the tune reads them (rocmdoctor.tuners.tune.trial_dict)."""
-    return {params_key(t["params"]) for t in trials
-            if t["state"] in DONE_STATES and not t.get("environment")}
+    a broken environment)."""
+    return {params_key(t.params) for t in trials
+            if t.state in DONE_STATES and not t.environment}
+
+
+def metrics_of(result: Mapping[str, Any]) -> dict[str, Any]:
+    """The figures a trial keeps from its bench result (schema rocmdoctor.bench/1)."""
+    metrics = result.get("metrics") or {}
+    tput = metrics.get("throughput") or {}
+    memory = metrics.get("memory") or {}
+    device_mem = memory.get("peak_reserved_bytes")
+    workload = result.get("workload") or {}
+    knobs = (result.get("environment") or {}).get("knobs") or {}
+    return {
+        "throughput": tput.get("median"), "p10": tput.get("p10"), "p90": tput.get("p90"),
+        "cv": tput.get("cv"), "unit": metrics.get("unit", "samples"),
+        "memory_bytes": device_mem if device_mem is not None else
+        memory.get("host_peak_rss_bytes"),
+        "memory_kind": "device peak reserved" if device_mem is not None else "host peak RSS",
+        "energy_per_sample_j": (metrics.get("power") or {}).get("energy_per_sample_j"),
+        # what the throughput counts per sample (tokens per sequence) and the optimizer run
+        "units_per_sample": workload.get("units_per_sample"),
+        "optimizer_class": workload.get("optimizer_class"),
+        "first_step_s": (result.get("warmup") or {}).get("first_step_s"),
+        "windows": [w.get("samples_per_s") for w in result.get("windows") or []],
+        "unsupported": knobs.get("unsupported") or {},
+        # which GPU the child was given, as it saw it (tune --gpus)
+        "visible_devices": {k: v for k, v in (knobs.get("env") or {}).items()
+                            if k in ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES")},
+    }
+
+
+METRICS = ("throughput", "p10", "p90", "cv", "unit", "memory_bytes", "memory_kind",
+           "energy_per_sample_j", "units_per_sample", "optimizer_class", "first_step_s")
+
+
+def read_trial(trial: optuna.trial.FrozenTrial, environment: bool = False) -> Trial:
+    """A trial of the study as the tune reads it; `environment`: it crashed because the
+    environment broke (the study's ENVIRONMENT_CRASHES), not because of its settings."""
+    attrs = trial.user_attrs
+    metrics = attrs.get("metrics") or {}
+    return Trial(
+        number=trial.number, params=dict(trial.params),
+        state=attrs.get("state") or unrecorded_state(trial),
+        message=attrs.get("message", ""), stderr_tail=attrs.get("stderr_tail", ""),
+        baseline=bool(attrs.get("baseline")), retry_of=attrs.get("retry_of"),
+        seed=bool(attrs.get("seed")), gpu=attrs.get("gpu"), started_at=attrs.get("started_at"),
+        wall_s=attrs.get("wall_s"), one_time_s=attrs.get("one_time_s"), dir=attrs.get("dir"),
+        env=attrs.get("env") or {}, precision=(attrs.get("spec") or {}).get("precision"),
+        **{k: metrics.get(k) for k in METRICS},
+        windows=tuple(metrics.get("windows") or ()), unsupported=metrics.get("unsupported") or {},
+        visible_devices=metrics.get("visible_devices") or {},
+        survivors=attrs.get("survivors"), retried=attrs.get("retried"),
+        known_cause=attrs.get("known_cause"), environment=environment)
+
+
+def read_trials(study: optuna.Study) -> list[Trial]:
+    flagged = set(study.user_attrs.get(ENVIRONMENT_CRASHES, []))
+    return [read_trial(t, t.number in flagged) for t in study.get_trials(deepcopy=False)]

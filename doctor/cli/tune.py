@@ -12,14 +12,14 @@ import os
 import re
 import signal
 import sys
-from typing import Any, Optional, TextIO
+from typing import Any, Optional
 
 import typer
 
 from rocmdoctor.cli.common import fail as _fail
 from rocmdoctor.cli.common import unwritable
+from rocmdoctor.cli.tune_progress import Progress
 from rocmdoctor.tuners.bench.spec import DEFAULT_STEPS, BenchSpec, held_on_cpu
-from rocmdoctor.tuners.result import changes_text
 
 INSTALL_HINT = "pip install 'rocmdoctor[tune]'"
 _DEFAULT = BenchSpec()
@@ -67,171 +67,6 @@ def parse_gpus(text: Optional[str]) -> tuple[int, ...]:
     return tuple(gpus)
 
 
-def _clock(seconds: Optional[float]) -> str:
-    if seconds is None:
-        return ""
-    if seconds < 0:
-        return "over budget"
-    minutes, secs = divmod(int(seconds), 60)
-    return f"{minutes}m{secs:02d}s left"
-
-
-HEARTBEAT_S = 5.0  # a quiet phase (torch's import, a compile) is reported this often
-
-
-def phase_text(data: dict[str, Any]) -> str:
-    """What a benchmark child is doing, from its last event ("phase" events of the tune)."""
-    event, step, of = data.get("event"), data.get("step"), data.get("of")
-    if event == "start":
-        return "warm-up step 1" + (" (torch.compile compiles now)" if data.get("compile") else "")
-    if event == "warmup":
-        return f"warm-up step {int(step or 0) + 1}" + (f" of {of}" if of else "")
-    if event == "window":
-        index = int(data.get("index") or 0) + 2
-        return f"measuring window {index} of {of}" if of and index <= int(of) else \
-            "finishing (the result)"
-    return "starting (importing torch)"
-
-
-class Progress:
-    """Live progress lines on stderr: trial n of N, its settings, throughput, best, time left;
-    while a child is quiet for HEARTBEAT_S, what it is doing and for how long."""
-
-    def __init__(self, stream: TextIO, verbose: bool = False,
-                 heartbeat_s: float = HEARTBEAT_S) -> None:
-        import threading
-        import time
-
-        self.stream = stream
-        self.unit = "samples"
-        self.verbose = verbose
-        self.heartbeat_s = heartbeat_s
-        self._lock = threading.Lock()
-        self._clock = time.monotonic
-        self._said = self._clock()
-        self._phase: Optional[tuple[str, str, float]] = None  # who, what, since
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._beat, daemon=True,
-                                        name="rocmdoctor-tune-progress")
-
-    def __enter__(self) -> Progress:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=2)
-
-    def _say(self, text: str) -> None:
-        with self._lock:
-            try:
-                self.stream.write(text + "\n")
-                self.stream.flush()
-            except (OSError, ValueError):  # a closed stderr: go on without progress
-                pass
-            self._said = self._clock()
-
-    def _beat(self) -> None:
-        while not self._stop.wait(0.5):
-            phase = self._phase
-            now = self._clock()
-            if phase is None or now - self._said < self.heartbeat_s:
-                continue
-            who, what, since = phase
-            self._say(f"      ... {who}: {what} ({now - since:.0f} s in)")
-
-    def _enter(self, who: Optional[str], what: str = "starting (importing torch)") -> None:
-        """`who` is now doing `what`; the time shown is since `who` began (None: nothing)."""
-        same = self._phase is not None and self._phase[0] == who
-        since = self._phase[2] if same and self._phase else self._clock()
-        self._phase = None if who is None else (who, what, since)
-
-    def __call__(self, kind: str, data: dict[str, Any]) -> None:
-        if kind == "phase":
-            self._enter(data["who"], phase_text(data))
-            return
-        self._event(kind, data)
-
-    def _event(self, kind: str, data: dict[str, Any]) -> None:
-        if kind == "probe":
-            self._say(f"tune: asking {data['python']} what it runs on (torch, GPUs; at most "
-                      f"{data['timeout_s']:.0f} s)")
-            self._enter("the platform probe", "importing torch")
-        elif kind == "plan":
-            space = data["space"]
-            done = f", {data['finished']} already done" if data["finished"] else ""
-            self._say(f"tune: {len(space['knobs'])} knobs, {space['size']} configurations, "
-                      f"{data['sampler']}, study {data['study']}{done}")
-            if data["requeued"]:
-                self._say(f"tune: trial(s) {', '.join(map(str, data['requeued']))} were "
-                          "interrupted last time; they run again")
-        elif kind == "batch-search":
-            self._enter(None)
-            self._say(f"tune: finding the largest batch that fits, from {data['from']} up to "
-                      f"{data['limit']} (short runs in child processes)")
-        elif kind == "batch-probe":
-            self._say(f"      batch {data['batch']}: {data['state']} ({data['wall_s']:.0f} s); "
-                      f"{_clock(data['time_left'])}")
-        elif kind == "batch-sizes":
-            self._enter(None)
-            how = " (found earlier)" if data.get("cached") else ""
-            self._say(f"tune: batch sizes to try: {', '.join(map(str, data['sizes']))}{how}")
-            if data.get("message") and not data.get("cached") and data.get("failure"):
-                self._say(f"      the search stopped early: {data['message']}")
-        elif kind == "trial-start":
-            changes = changes_text(data["changes"])
-            step = data["finished"] + 1
-            count = f"{step}/{data['total']}" if data["total"] else f"{step}"
-            where = f" (GPU {data['gpu']})" if data.get("gpu") is not None else ""
-            self._say(f"[{count}] trial {data['number']}{where}: {changes} ...")
-            self._enter(f"trial {data['number']}")
-        elif kind == "trial-end":
-            metrics = data["metrics"]
-            self.unit = metrics.get("unit") or self.unit
-            if data["state"] == "ok":
-                what = f"{metrics['throughput']:,.1f} {self.unit}/s"
-            elif data["message"].startswith(data["state"]):
-                what = data["message"]
-            else:
-                what = f"{data['state']}: {data['message']}"
-            best = f"; best {data['best']:,.1f}" if data.get("best") else ""
-            self._enter(None)
-            self._say(f"      trial {data['number']}: {what}{best}; "
-                      f"{_clock(data['time_left'])}")
-            if data.get("known_cause"):
-                self._say(f"      known cause: {data['known_cause']}")
-            if self.verbose:
-                self._say(f"      trial {data['number']}: {data.get('survivors') or 0} "
-                          "process(es) outlived it and were killed")
-        elif kind == "trial-retry":
-            self._say(f"      trial {data['number']}: {data['message']}; this may not happen "
-                      f"again ({data['why']}): running it once more")
-        elif kind == "trial-skip":
-            self._say(f"      trial {data['number']}: {data['message']}")
-        elif kind == "environment-broke":
-            self._say(f"tune: trials {', '.join(map(str, data['trials']))} crashed the same way "
-                      "whatever their settings: the environment broke, not the configurations; "
-                      "the search stops here")
-        elif kind == "recovery-start":
-            self._say("tune: running your settings once more to see whether the machine has "
-                      "recovered ...")
-            self._enter("your settings")
-        elif kind == "recovery-end":
-            self._enter(None)
-            self._say(f"      your settings: {data['message']}; {_clock(data['time_left'])}")
-        elif kind == "confirm-start":
-            self._say(f"confirm: re-measuring your settings and {len(data['keys']) - 1} "
-                      f"candidate(s), interleaved, at least {data['rounds']} rounds")
-        elif kind == "confirm-run":
-            self._enter(None)
-            who = "your settings" if data["baseline"] else f"trial {data['trial']}"
-            value = data["throughput"]
-            what = f"{value:,.1f} {self.unit}/s" if value is not None else \
-                f"{data['state']}: {data.get('message') or ''}".rstrip(": ")
-            self._say(f"      round {data['round'] + 1}: {who}: {what}; "
-                      f"{_clock(data['time_left'])}")
-
-
 def _stop_on_signals() -> list[int]:
     """SIGTERM (scancel, timeout) and SIGHUP (a closed SSH session) stop the tune as Ctrl-C
     does: the running trials are recorded and queued again. Returns the signals received."""
@@ -256,7 +91,7 @@ def _write(path: str, text: str, name: str) -> Optional[str]:
     return None
 
 
-def _html(result: dict[str, Any]) -> str:
+def _html(result: Any) -> str:
     from rocmdoctor.tuners.html import render_html
 
     return render_html(result)
@@ -361,7 +196,9 @@ def tune_command(
         with Progress(sys.stderr, verbose=verbose) as progress:
             result = run_tune(options, os.environ, progress)
     except TuneError as exc:
-        raise _fail(str(exc)) from None
+        from rocmdoctor.host.live import account_redactor
+
+        raise _fail(account_redactor()(str(exc))) from None
     except KeyboardInterrupt:
         # the trials are recorded by now; a second signal must not turn the exit code into a
         # different one halfway through this message
@@ -375,11 +212,12 @@ def tune_command(
         raise typer.Exit(128 + int(signum)) from None
     from rocmdoctor.host.live import account_redactor
     from rocmdoctor.redact import redact_tree
+    from rocmdoctor.tuners.codec import from_dict, to_dict
 
     # What is printed or written is safe to publish: this account's names, home paths and
     # secrets hidden (a path in the home folder is exported from "$HOME", so it still works).
     redactor = account_redactor()
-    shown = redact_tree(result, redactor)
+    shown = from_dict(redact_tree(to_dict(result), redactor))
     written: list[str] = []
     failed: list[str] = []
     for path, render in ((output, json_text), (export, env_file_text), (html, _html)):
@@ -391,18 +229,9 @@ def tune_command(
     sys.stdout.write(render_summary(shown, [redactor(p) for p in written]))
     for problem in failed:
         typer.echo(f"rocmdoctor: error: {redactor(problem)}; the results are in the study "
-                   f"({shown['study']['storage']}): the same command shows them again",
-                   err=True)
-    if failed or not concluded(shown):
+                   f"({shown.study.storage}): the same command shows them again", err=True)
+    if failed or not shown.concluded:  # no verdict from measurements: exit 1
         raise typer.Exit(1)
-
-
-def concluded(result: dict[str, Any]) -> bool:
-    """Whether the tune reached a verdict from measurements: not when your settings did not
-    finish, or the confirmation could not run (after the environment broke, say): exit 1."""
-    status = (result.get("confirmation") or {}).get("status")
-    kind = (result.get("failure") or {}).get("kind")
-    return kind not in ("baseline", "too-short") and status not in ("failed", "not-run")
 
 
 def main() -> None:

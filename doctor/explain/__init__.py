@@ -1,47 +1,54 @@
 """`rocmdoctor explain`: recognise known messages in pasted text and say what they mean.
 
-`diagnose(text, host)` reads the text as a whole against the table in `rocmdoctor.kb.errors`:
-every entry whose patterns match (and whose conditions hold) is found, then the entries that
-merely follow from a more precise one step aside (`yields_to`), so the root-cause line wins
-over the lines after it and two independent causes give two answers. Each answer carries its
-cause, the fix for the environment the text or the machine shows (a container, WSL, or the
-host itself) and the check that confirms it. When nothing is recognised, the verdict says
-whether the text shows a GPU-stack error rocmdoctor does not know (then `rocmdoctor report`
-is the way to an issue) or no GPU error at all (then there is no GPU advice to give).
+`diagnose(text, host)` first reads the facts the text states about itself (.paste: GPU
+targets, libraries, versions, the system it was written on, the raising frame), then matches
+it as a whole against the table in `rocmdoctor.kb.errors`: every entry whose patterns match
+(and whose conditions hold) is found, then the entries that merely follow from a more precise
+one step aside (`yields_to`), so the root-cause line wins over the lines after it and two
+independent causes give two answers. Each answer carries its cause, the fix for the situation
+the text or the machine shows (Windows, a container, WSL, or the host itself), the check that
+confirms it, how sure it is (`likely`, or `possible` when the text lacks or contradicts a
+fact the answer needs, or the entry names only a family of causes) and the line it rests on.
 
-Numbers in the message itself (an out-of-memory request against the GPU's capacity, the
-targets a code object lacks) are always used; with a host, the answer also names this
-machine's GPUs, the HSA_OVERRIDE_GFX_VERSION value for them and the pip line for its ROCm.
-Secrets in the text (tokens, passwords, credentials in URLs) never reach the output.
+A GPU-stack error nothing matches gets the honest answer (.unknown): not known to
+rocmdoctor, the facts found, the checks that confirm them and a ready search of the trackers.
+A text without a GPU-stack error gets no GPU advice. A long text is read streaming (.reading)
+and the answer says what was left out. Secrets never reach the output (.secrets).
 """
 
 from __future__ import annotations
 
 import re
-import textwrap
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional
 
-from rocmdoctor.explain.context import Context, Situation
+from rocmdoctor.explain.context import CONDITIONS, Context, Situation
+from rocmdoctor.explain.reading import Paste, Scan, read_text
+from rocmdoctor.explain.render import render_explanations, render_not_known
+from rocmdoctor.explain.secrets import REDACTED, redact
+from rocmdoctor.explain.unknown import NotKnown, gpu_library_frame, not_known
 from rocmdoctor.kb.errors import (
+    GENERIC_KEYS,
     GPU_ERROR_SHAPES,
     KERNEL_FALLBACK_KEYS,
     KNOWN_MESSAGES,
+    LINUX_ONLY_CHECKS,
     KnownMessage,
 )
 from rocmdoctor.kb.kernel_log import KERNEL_MESSAGES
 from rocmdoctor.model import Fix
-from rocmdoctor.redact import Redactor, is_secret_name
 
 if TYPE_CHECKING:
     from rocmdoctor.host import Host
 
+__all__ = ["NOT_GPU", "RECOGNIZED", "REDACTED", "UNKNOWN_GPU", "Diagnosis", "Explanation",
+           "diagnose", "diagnose_paste", "explain_text", "redact", "render_explanations",
+           "render_not_known"]
+
 _FLAGS = re.IGNORECASE | re.MULTILINE
-# A pasted log past this size is read at its start and its end (where errors are).
-MAX_TEXT = 1_000_000
-_HEAD = 100_000
 _KERNEL_KEYS = frozenset(m.key for m in KERNEL_MESSAGES)
 RECOGNIZED, UNKNOWN_GPU, NOT_GPU = "recognized", "unknown-gpu-error", "not-gpu"
+LIKELY, POSSIBLE = "likely", "possible"
 
 
 @dataclass(frozen=True)
@@ -55,11 +62,14 @@ class Explanation:
     check: Optional[str]  # the `rocmdoctor check` id that confirms it
     source: str
     notes: tuple[str, ...] = ()  # facts from the message itself or from this machine
-    environment: str = "host"  # whose fix this is: host, container or wsl
+    environment: str = "host"  # whose fix this is: host, container, wsl or windows
+    confidence: str = LIKELY  # likely, or possible (the notes say why)
+    line: int = 0  # the line number of `matched` in the text
 
     def to_dict(self) -> dict[str, Any]:
         return {"key": self.key, "title": self.title, "kind": self.kind,
-                "matched": self.matched, "cause": self.cause, "notes": list(self.notes),
+                "matched": self.matched, "line": self.line, "confidence": self.confidence,
+                "cause": self.cause, "notes": list(self.notes),
                 "fix": {"text": self.fix.text, "commands": list(self.fix.commands),
                         "needs_root": self.fix.needs_root,
                         "needs_relogin": self.fix.needs_relogin},
@@ -73,10 +83,18 @@ class Diagnosis:
     explanations: list[Explanation]
     verdict: str  # recognized, unknown-gpu-error, not-gpu
     error_line: Optional[str] = None  # the unknown GPU error, or the program's own error
+    unknown: Optional[NotKnown] = None  # the not-known answer for an unknown GPU error
+    scan: Optional[Scan] = None  # how a long text was read; None when read whole
 
     def to_dict(self) -> dict[str, Any]:
         return {"recognized": bool(self.explanations), "verdict": self.verdict,
                 "error_line": self.error_line,
+                "not_known": self.unknown.to_dict() if self.unknown else None,
+                "scan": None if self.scan is None else {
+                    "characters": self.scan.chars, "lines": self.scan.lines,
+                    "lines_read": self.scan.kept,
+                    "left_out": self.scan.quiet + self.scan.capped,
+                    "summary": self.scan.summary()},
                 "explanations": [e.to_dict() for e in self.explanations]}
 
 
@@ -86,8 +104,12 @@ def explain_text(text: str, host: Optional[Host] = None) -> list[Explanation]:
 
 
 def diagnose(text: str, host: Optional[Host] = None) -> Diagnosis:
-    text = bounded(text)
-    situation = Situation(text, host)
+    return diagnose_paste(read_text(text), host)
+
+
+def diagnose_paste(paste: Paste, host: Optional[Host] = None) -> Diagnosis:
+    text = paste.text
+    situation = Situation(text, host, paste.numbers)
     found: list[tuple[int, KnownMessage, str]] = []
     for entry in KNOWN_MESSAGES:
         if any(re.search(u, text, _FLAGS) for u in entry.unless_text):
@@ -98,20 +120,20 @@ def diagnose(text: str, host: Optional[Host] = None) -> Diagnosis:
         found.append((hit[0], entry, hit[1]))
     found = _roots(found)
     found.sort(key=lambda f: f[0])
-    explanations = [_explain(entry, line, situation) for _, entry, line in found]
+    explanations = [_explain(entry, line, paste.line_number(text.count("\n", 0, start) + 1),
+                             situation) for start, entry, line in found]
     if explanations:
-        return Diagnosis(explanations, RECOGNIZED)
+        return Diagnosis(explanations, RECOGNIZED, scan=paste.scan)
     gpu_line = _gpu_error_line(text)
+    if gpu_line is None and gpu_library_frame(situation.facts):
+        gpu_line = _program_error_line(text)
     if gpu_line is not None:
-        return Diagnosis([], UNKNOWN_GPU, redact(gpu_line))
+        line, index = gpu_line
+        number = paste.line_number(index)
+        return Diagnosis([], UNKNOWN_GPU, redact(line),
+                         not_known(redact(line), number, situation.facts), paste.scan)
     program = _program_error_line(text)
-    return Diagnosis([], NOT_GPU, redact(program) if program else None)
-
-
-def bounded(text: str) -> str:
-    if len(text) <= MAX_TEXT:
-        return text
-    return text[:_HEAD] + "\n" + text[-(MAX_TEXT - _HEAD):]
+    return Diagnosis([], NOT_GPU, redact(program[0]) if program else None, scan=paste.scan)
 
 
 def _roots(found: list[tuple[int, KnownMessage, str]]) -> list[tuple[int, KnownMessage, str]]:
@@ -148,118 +170,91 @@ def _first_match(entry: KnownMessage, text: str) -> Optional[tuple[int, str]]:
     return best
 
 
-def _explain(entry: KnownMessage, line: str, situation: Situation) -> Explanation:
+def _fix_for(entry: KnownMessage, situation: Situation,
+             context: Context) -> tuple[str, tuple[str, ...], str]:
+    """(fix text, commands, whose fix): a variant whose condition holds, else the container's
+    or WSL's where the environment is one, else the entry's own."""
+    for variant in entry.variants:
+        test = CONDITIONS.get(variant.when)
+        if test is not None and test(situation):
+            if variant.note:
+                context.notes.append(variant.note)
+            return variant.fix, variant.commands or entry.commands, variant.when
+    environment, why = situation.environment()
+    choice = {"container": (entry.container_fix, entry.container_commands),
+              "wsl": (entry.wsl_fix, entry.wsl_commands)}.get(environment)
+    if choice is not None and choice[0]:
+        context.notes.append(f"{'This is WSL' if environment == 'wsl' else 'This runs in a'}"
+                             f"{'' if environment == 'wsl' else ' container'} ({why}): the fix "
+                             f"is the {environment}'s.")
+        return choice[0], choice[1] or entry.commands, environment
+    return entry.fix, entry.commands, "host"
+
+
+def _explain(entry: KnownMessage, line: str, number: int, situation: Situation) -> Explanation:
     from rocmdoctor.explain.resolvers import RESOLVERS
 
     context = Context()
-    environment, why = situation.environment()
-    fix_text, commands = entry.fix, entry.commands
-    variant = {"container": (entry.container_fix, entry.container_commands),
-               "wsl": (entry.wsl_fix, entry.wsl_commands)}.get(environment)
-    used = environment if variant is not None and variant[0] else "host"
-    if variant is not None and variant[0]:
-        fix_text, commands = variant[0], variant[1] or entry.commands
-        context.notes.append(f"{'This is WSL' if used == 'wsl' else 'This runs in a container'}"
-                             f" ({why}): the fix is the {used}'s.")
+    fix_text, commands, used = _fix_for(entry, situation, context)
+    if situation.written_on_windows() and entry.check in LINUX_ONLY_CHECKS and used != "windows":
+        context.doubts.append("the log was written on Windows and this is a Linux message "
+                              "(Linux only): it cannot be the cause there as it stands")
     resolver = RESOLVERS.get(entry.context or "")
     if resolver is not None:
         try:
             resolver(entry, situation, context)
-        except Exception:  # noqa: BLE001 - machine facts are a bonus; keep the generic fix
+        except Exception:  # noqa: BLE001 - facts are a bonus; keep the generic fix
             context.commands.clear()
+    if context.fix:
+        fix_text = context.fix
     if context.commands:
         commands = tuple(dict.fromkeys(context.commands))
         needs_root = any(c.startswith("sudo ") for c in commands)
     else:
         needs_root = entry.needs_root
+    sure = LIKELY
+    if context.doubts or entry.key in GENERIC_KEYS:
+        sure = POSSIBLE
+        if entry.key in GENERIC_KEYS and not context.doubts:
+            context.notes.append("Possible: this message has more than one cause and the "
+                                 "text does not say which.")
+        context.notes.extend(f"Possible: {d}." for d in context.doubts)
     fix = Fix(fix_text, tuple(commands), needs_root, entry.needs_relogin)
     return Explanation(entry.key, entry.title, entry.kind, line, entry.cause, fix,
                        entry.check, entry.source, tuple(redact(n) for n in context.notes),
-                       used)
+                       used, sure, number)
 
 
-def _gpu_error_line(text: str) -> Optional[str]:
+def _gpu_error_line(text: str) -> Optional[tuple[str, int]]:
     """The last line that looks like a GPU-stack error, or the last traceback frame when a
-    traceback stops inside torch's GPU initialisation (the error line itself cut off)."""
-    lines = text.splitlines()[-5000:]
-    for line in reversed(lines):
-        if any(re.search(p, line) for p in GPU_ERROR_SHAPES):
-            return _clip(line.strip())
-    frames = [ln for ln in lines if ln.lstrip().startswith('File "')]
+    traceback stops inside torch's GPU initialisation (the error line itself cut off); with
+    its line number in `text`."""
+    lines = text.splitlines()
+    first = max(0, len(lines) - 5000)
+    for index in range(len(lines) - 1, first - 1, -1):
+        if any(re.search(p, lines[index]) for p in GPU_ERROR_SHAPES):
+            return _clip(lines[index].strip()), index + 1
+    frames = [(i, ln) for i, ln in enumerate(lines[first:], start=first)
+              if ln.lstrip().startswith('File "')]
     if frames and lines and lines[-1].strip() and re.search(
-            r"torch[/\\](?:cuda|distributed)[/\\]", frames[-1]) and not _program_error_line(text):
-        return _clip(frames[-1].strip())
+            r"torch[/\\](?:cuda|distributed)[/\\]", frames[-1][1]) \
+            and not _program_error_line(text):
+        return _clip(frames[-1][1].strip()), frames[-1][0] + 1
     return None
 
 
 _PROGRAM_ERROR = re.compile(r"^\s*(?:[\w.]+(?:Error|Exception)|Traceback|error)\b[:\s]")
 
 
-def _program_error_line(text: str) -> Optional[str]:
-    for line in reversed(text.splitlines()[-5000:]):
+def _program_error_line(text: str) -> Optional[tuple[str, int]]:
+    lines = text.splitlines()
+    first = max(0, len(lines) - 5000)
+    for index in range(len(lines) - 1, first - 1, -1):
+        line = lines[index]
         if _PROGRAM_ERROR.search(line) and not line.lstrip().startswith("Traceback"):
-            return _clip(line.strip())
+            return _clip(line.strip()), index + 1
     return None
 
 
 def _clip(line: str) -> str:
     return line if len(line) <= 200 else line[:197] + "..."
-
-
-# --- secrets --------------------------------------------------------------------------------
-
-_REDACTOR = Redactor(homes=False)
-REDACTED = "<redacted>"
-_ASSIGNMENT = re.compile(r"\b([A-Za-z_][\w.-]*)(\s*[=:]\s*)([\"']?)([^\s\"',;]+)")
-_FLAG = re.compile(r"(?<![\w-])(--?[A-Za-z][\w-]*)([= ])([\"']?)([^\s\"',;]+)")
-_BEARER = re.compile(r"\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{8,}", re.IGNORECASE)
-
-
-def redact(text: str) -> str:
-    """`text` with token-shaped strings, credentials in URLs and the values of secret-named
-    settings (TOKEN=, --password ...) replaced; rocmdoctor.redact covers the token shapes
-    and URL credentials, the Bearer and name=value forms are done here."""
-    text = _REDACTOR(text)
-    text = _BEARER.sub(lambda m: f"{m.group(1)} {REDACTED}", text)
-
-    def value(m: re.Match[str]) -> str:
-        name, sep, quote, val = m.groups()
-        if not is_secret_name(name) or val == REDACTED or val.startswith("-"):
-            return m.group(0)
-        return f"{name}{sep}{quote}{REDACTED}"
-
-    return _ASSIGNMENT.sub(value, _FLAG.sub(value, text))
-
-
-# --- rendering ------------------------------------------------------------------------------
-
-
-def render_explanations(explanations: list[Explanation], width: int = 100) -> str:
-    """Plain text, one block per explanation (no colour: it is pasted into bug reports)."""
-    return "\n\n".join(_render_one(e, width) for e in explanations) + "\n"
-
-
-def _wrap(lines: list[str], label: str, body: str, width: int) -> None:
-    lines.extend(textwrap.wrap(body, width, initial_indent=f"  {label:<9}",
-                               subsequent_indent=" " * 11, break_on_hyphens=False,
-                               break_long_words=False) or [f"  {label}"])
-
-
-def _render_one(e: Explanation, width: int) -> str:
-    lines = [f"{e.title}  [{e.kind}]"]
-    _wrap(lines, "seen:", e.matched, width)
-    _wrap(lines, "cause:", e.cause, width)
-    for note in e.notes:
-        _wrap(lines, "here:", note, width)
-    _wrap(lines, "fix:", e.fix.text, width)
-    lines.extend(f"           $ {c}" for c in e.fix.commands)
-    needs = [w for w, on in (("root", e.fix.needs_root), ("a new login", e.fix.needs_relogin))
-             if on]
-    if needs:
-        lines.append(f"           (needs {' and '.join(needs)})")
-    no_check = ("no check: no tool reads this setting" if e.kind == "not-a-setting" else
-                "no check: nothing on the machine to confirm")
-    _wrap(lines, "confirm:", f"rocmdoctor check --only {e.check}" if e.check else no_check,
-          width)
-    _wrap(lines, "source:", e.source, width)
-    return "\n".join(lines)

@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Optional
 
+from rocmdoctor.explain.paste import PasteFacts, is_amd_paste, is_nvidia_paste, read_facts
+
 if TYPE_CHECKING:
     from rocmdoctor.host import Host
 
@@ -32,19 +34,51 @@ MASKS = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")
 
 @dataclass
 class Context:
-    """What a resolver adds: notes, and commands that replace the entry's generic ones."""
+    """What a resolver adds: notes, commands that replace the entry's generic ones, and doubts
+    (a fact the answer needs that the text lacks or contradicts: the answer is then only
+    `possible`, and each doubt is said)."""
 
     notes: list[str] = field(default_factory=list)
     commands: list[str] = field(default_factory=list)
+    doubts: list[str] = field(default_factory=list)
+    basis: list[int] = field(default_factory=list)  # lines of the text the notes rest on
+    fix: Optional[str] = None  # a fix text for what the facts show, in place of the entry's
 
 
 class Situation:
     """The text and the machine it came with, asked lazily and once."""
 
-    def __init__(self, text: str, host: Optional[Host]) -> None:
+    def __init__(self, text: str, host: Optional[Host],
+                 numbers: Optional[tuple[int, ...]] = None) -> None:
         self.text = text
         self.host = host
+        self.numbers = numbers  # the whole text's line number of each line of `text`
         self._memo: dict[str, object] = {}
+        self._facts: Optional[PasteFacts] = None
+
+    @property
+    def facts(self) -> PasteFacts:
+        """What the text itself states (rocmdoctor.explain.paste), read once."""
+        if self._facts is None:
+            self._facts = read_facts(self.text, self.numbers)
+        return self._facts
+
+    def written_on_windows(self) -> bool:
+        return self.facts.os == "windows"
+
+    def machine_is_elsewhere(self) -> Optional[str]:
+        """Why this machine's facts do not describe the text's machine, or None: a log written
+        on Windows or macOS, read on a Linux machine, came from another computer."""
+        if self.host is None or self.facts.os not in ("windows", "macos"):
+            return None
+        kernel = getattr(self.host.platform, "kernel_release", "") or ""
+        system = getattr(self.host.platform, "system", "") or ""
+        if kernel or system.lower() == "linux":
+            fact = self.facts.first("os")
+            where = f" (line {fact.line})" if fact else ""
+            return (f"the text was written on {self.facts.os.capitalize()}{where}, so this "
+                    f"machine's facts are left out")
+        return None
 
     def _ask(self, key: str, compute: Callable[[], object]) -> object:
         if key not in self._memo:
@@ -61,7 +95,7 @@ class Situation:
 
     def _host_signals(self, name: str) -> list[str]:
         host = self.host
-        if host is None:
+        if host is None or self.machine_is_elsewhere():
             return []
 
         def compute() -> list[str]:
@@ -115,7 +149,28 @@ def _nvidia_machine(s: Situation) -> bool:
     return bool(NVIDIA_TEXT.search(s.text)) and not AMD_TEXT.search(s.text)
 
 
+def _capability_above_build(s: Situation) -> bool:
+    """The GPU's capability is above the newest the build names, within the same major."""
+    cap, top = s.facts.first("capability"), s.facts.first("cc_max", role="build")
+    if cap is None or top is None:
+        return False
+    device = tuple(int(p) for p in cap.value.split("."))
+    build = tuple(int(p) for p in top.value.split("."))
+    return device > build and device[0] == build[0]
+
+
+_ROCM_TRITON = re.compile(r"pytorch-triton-rocm|\+rocm\d|torch\.version\.hip|\bROCm\b|"
+                          r"\bHIP\b|gfx\d|/opt/rocm", _I)
+
+
 CONDITIONS: dict[str, Callable[[Situation], bool]] = {
+    "amd_paste": lambda s: is_amd_paste(s.facts),
+    "not_amd_paste": lambda s: not is_amd_paste(s.facts),
+    "nvidia_paste": lambda s: is_nvidia_paste(s.facts),
+    "windows": lambda s: s.written_on_windows(),
+    "capability_above_build": _capability_above_build,
+    "not_capability_above_build": lambda s: not _capability_above_build(s),
+    "rocm_context": lambda s: bool(_ROCM_TRITON.search(s.text)) or bool(s._host_signals("amd")),
     "override_set": lambda s: bool(OVERRIDE_TEXT.search(s.text)) or any(
         k.startswith("HSA_OVERRIDE_GFX_VERSION") for k in s.env()),
     "nvidia_machine": _nvidia_machine,

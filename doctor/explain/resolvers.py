@@ -1,13 +1,18 @@
 """Resolvers for `rocmdoctor explain`: named by an entry's `context`, each adds what the
 message itself says (its numbers, the targets and versions it names) and what the machine
 says (its GPUs, torch, environment), and may replace the entry's generic commands with ones
-for this case. A resolver that fails leaves the generic answer (rocmdoctor.explain)."""
+for this case. A resolver that fails leaves the generic answer (rocmdoctor.explain).
+
+GPU targets are reasoned about in rocmdoctor.explain.targets (gfx) and .capability (NVIDIA
+compute capabilities), libraries and the system under them in .stack; this module holds the
+rest and the table that names them all."""
 
 from __future__ import annotations
 
 import re
 from typing import Callable, Optional
 
+from rocmdoctor.explain import capability, stack, targets
 from rocmdoctor.explain.context import AMD_TEXT, Context, Situation
 from rocmdoctor.kb.messages import KnownMessage
 
@@ -25,79 +30,8 @@ def _size(pattern: str, text: str) -> Optional[tuple[str, int]]:
     return (f"{m.group(1)} {m.group(2)}", _bytes(m.group(1), m.group(2))) if m else None
 
 
-def _gpu_code(entry: KnownMessage, s: Situation, ctx: Context) -> None:
-    text, host = s.text, s.host
-    missing = re.findall(r"amdgcn-amd-amdhsa--(gfx[0-9a-f]+)\S*\s*-\s*\[Not Found\]", text)
-    bundled = re.findall(r"hipv4-amdgcn-amd-amdhsa--(gfx[0-9a-f]+)", text)
-    if missing:
-        ctx.notes.append(f"The runtime found no code for {', '.join(dict.fromkeys(missing))}"
-                         + (f"; the library carries code for "
-                            f"{', '.join(dict.fromkeys(bundled))}" if bundled else "") + ".")
-    if host is None:
-        return
-    from rocmdoctor.facts.amd_gpus import amd_gpus, describe
-    from rocmdoctor.facts.torch import torch_info
-    from rocmdoctor.kb.gfx import override_for, override_value_target
-
-    probed = torch_info(host)
-    arch = probed.arch_list if probed.imported else None
-    override = host.env.get("HSA_OVERRIDE_GFX_VERSION")
-    if override:
-        target = override_value_target(override) or "?"
-        lacking = arch is not None and target not in arch
-        ctx.notes.append(f"HSA_OVERRIDE_GFX_VERSION={override} is set here: the runtime loads "
-                         f"{target} code" + (", which torch was not compiled for." if lacking
-                                              else "."))
-        if lacking:
-            ctx.commands.append("unset HSA_OVERRIDE_GFX_VERSION")
-    for gpu in amd_gpus(host).gpus:
-        if arch is not None and gpu.gfx in arch:
-            ctx.notes.append(f"{describe(gpu)}: torch's compiled targets include {gpu.gfx}.")
-            continue
-        wheel = _wheel_with(gpu.gfx, s)
-        rule = override_for(gpu.gfx)
-        if wheel is not None:
-            ctx.notes.append(f"{describe(gpu)}: {wheel[1]}.")
-            ctx.commands.append("pip install --force-reinstall torch torchvision --index-url "
-                                + wheel[0])
-        elif rule is not None:
-            ctx.notes.append(f"{describe(gpu)}: no PyTorch wheel is compiled for {gpu.gfx}; "
-                             f"HSA_OVERRIDE_GFX_VERSION={rule.value} {rule.note}.")
-            ctx.commands.append(f"export HSA_OVERRIDE_GFX_VERSION={rule.value}")
-        else:
-            ctx.notes.append(f"{describe(gpu)}: no PyTorch wheel is compiled for {gpu.gfx} and "
-                             f"no override is known to work; build torch with "
-                             f"PYTORCH_ROCM_ARCH={gpu.gfx}.")
-    if any(c.startswith("export HSA_OVERRIDE_GFX_VERSION=") for c in ctx.commands):
-        ctx.commands = [c for c in ctx.commands if c != "unset HSA_OVERRIDE_GFX_VERSION"]
 
 
-def _wheel_with(gfx: str, s: Situation) -> Optional[tuple[str, str]]:
-    """(index URL, why) of PyTorch's ROCm wheels that include `gfx`, preferring this ROCm's."""
-    from rocmdoctor.facts.rocm_version import installed_rocm
-    from rocmdoctor.kb.torch_wheels import (
-        INDEX_TARGETS,
-        index_url,
-        rocm_index_for,
-        targets_of_index,
-        version_tuple,
-    )
-
-    assert s.host is not None
-    install = installed_rocm(s.host)
-    suffix = rocm_index_for(install.version if install else None)
-    row = targets_of_index(suffix)
-    here = f" (ROCm {install.version} is installed here)" if install else ""
-    if row is not None and gfx in row.targets:
-        return index_url("rocm" + suffix), f"PyTorch's ROCm {suffix} wheels include {gfx}{here}"
-    having = [r for r in INDEX_TARGETS if gfx in r.targets]
-    if not having:
-        return None
-    best = max(having, key=lambda r: version_tuple(r.rocm))
-    return index_url("rocm" + best.rocm), (
-        f"PyTorch's ROCm {best.rocm} wheels include {gfx}, those for ROCm {suffix} do not"
-        f"{here}; the wheels bring their own ROCm libraries, the amdgpu driver must support "
-        f"ROCm {best.rocm}")
 
 
 def _out_of_memory(entry: KnownMessage, s: Situation, ctx: Context) -> None:
@@ -226,19 +160,6 @@ def _variable(entry: KnownMessage, s: Situation, ctx: Context) -> None:
                      else f"{entry.variable} is not set in this environment.")
 
 
-def _cuda_capability(entry: KnownMessage, s: Situation, ctx: Context) -> None:
-    gpu = re.search(r"(\S[^\n]*?) with CUDA capability sm_(\d+) is not compatible", s.text)
-    listed = re.search(r"supports CUDA capabilities ((?:sm_\d+ ?)+)", s.text)
-    if gpu is None:
-        return
-    sm = int(gpu.group(2))
-    ctx.notes.append(f"{gpu.group(1).strip()} is sm_{sm}"
-                     + (f"; this torch has code for {listed.group(1).strip()}." if listed
-                        else "."))
-    if sm >= 120:
-        ctx.notes.append("sm_120 (RTX 50 series) needs a torch built with CUDA 12.8 or newer.")
-        ctx.commands.append(f"pip install --force-reinstall torch torchvision --index-url "
-                            f"{WHL}cu128")
 
 
 def _driver_found(entry: KnownMessage, s: Situation, ctx: Context) -> None:
@@ -324,46 +245,8 @@ def _dkms(entry: KnownMessage, s: Situation, ctx: Context) -> None:
                          "Stream 8, ROCm issue 2155).")
 
 
-def _tensile(entry: KnownMessage, s: Situation, ctx: Context) -> None:
-    from rocmdoctor.kb.gfx import override_for
-
-    arch = re.search(r"(?:GPU arch : |_lazy_)(gfx[0-9a-f]+)", s.text)
-    listed = sorted(set(re.findall(r"TensileLibrary_lazy_(gfx[0-9a-f]+)\.dat\"", s.text)))
-    sdk = re.search(r"AMD\\ROCm\\(\d+\.\d+)", s.text)
-    if arch:
-        gfx = arch.group(1)
-        ctx.notes.append(f"The library has no kernels for {gfx}"
-                         + (f"; it has {', '.join(listed)}." if listed else "."))
-        rule = override_for(gfx)
-        if rule is not None:
-            ctx.notes.append(f"HSA_OVERRIDE_GFX_VERSION={rule.value} {rule.note}.")
-            ctx.commands.append(f"export HSA_OVERRIDE_GFX_VERSION={rule.value}")
-    if sdk:
-        ctx.notes.append(f"This is the Windows HIP SDK {sdk.group(1)}: community rocBLAS "
-                         f"libraries (and rocblas.dll) must be built for that same SDK "
-                         f"version (ROCmLibs maintainers).")
 
 
-def _ollama_gfx(entry: KnownMessage, s: Situation, ctx: Context) -> None:
-    from rocmdoctor.kb.gfx import override_for
-
-    gpus = list(dict.fromkeys(re.findall(r"gpu_type=(gfx[0-9a-f]+)", s.text)))
-    if re.search(r"supported types:\[\]", s.text):
-        ctx.notes.append("'supported types:[]': ollama found no ROCm library it can match; on "
-                         "Windows community builds replace rocblas.dll and its library "
-                         "folder, and remove a stale HSA_OVERRIDE_GFX_VERSION.")
-    for gfx in gpus:
-        rule = override_for(gfx)
-        if rule is None:
-            ctx.notes.append(f"{gfx}: no override is known to work for it.")
-            continue
-        ctx.notes.append(f"{gfx}: HSA_OVERRIDE_GFX_VERSION={rule.value} {rule.note}.")
-        ctx.commands.extend([
-            "sudo mkdir -p /etc/systemd/system/ollama.service.d",
-            f"printf '[Service]\\nEnvironment=\"HSA_OVERRIDE_GFX_VERSION={rule.value}\"\\n' | "
-            f"sudo tee /etc/systemd/system/ollama.service.d/override.conf",
-            "sudo systemctl daemon-reload && sudo systemctl restart ollama"])
-        return
 
 
 def _override_format(entry: KnownMessage, s: Situation, ctx: Context) -> None:
@@ -377,7 +260,23 @@ def _override_format(entry: KnownMessage, s: Situation, ctx: Context) -> None:
 
 
 def _torch_build(entry: KnownMessage, s: Situation, ctx: Context) -> None:
-    amd = bool(s._host_signals("amd")) or (s.host is None and bool(AMD_TEXT.search(s.text)))
+    if s.written_on_windows():
+        from rocmdoctor.explain.paste import is_amd_paste, is_nvidia_paste
+
+        if is_nvidia_paste(s.facts):
+            ctx.notes.append("The text shows an NVIDIA GPU: install a CUDA wheel of torch.")
+            ctx.commands.extend([entry.commands[0], "pip install --force-reinstall torch "
+                                 f"torchvision --index-url {WHL}cu128"])
+        elif is_amd_paste(s.facts):
+            ctx.notes.append("The text shows an AMD GPU on Windows: AMD's Windows wheels, not "
+                             "PyTorch's (Linux-only) ROCm index.")
+        else:
+            ctx.doubts.append("the text does not say whether the GPU is NVIDIA or AMD")
+        return
+    from rocmdoctor.explain.paste import is_amd_paste
+
+    amd = bool(s._host_signals("amd")) or (s.host is None and (bool(AMD_TEXT.search(s.text))
+                                                                or is_amd_paste(s.facts)))
     if not amd:
         if s._host_signals("nvidia"):
             ctx.commands.extend([entry.commands[0], "pip install --force-reinstall torch "
@@ -405,10 +304,16 @@ def _webui_abort(entry: KnownMessage, s: Situation, ctx: Context) -> None:
 
 
 RESOLVERS: dict[str, Callable[[KnownMessage, Situation, Context], None]] = {
-    "gpu_code": _gpu_code, "out_of_memory": _out_of_memory, "machine_state": _machine_state,
-    "user_groups": _user_groups, "torchvision": _torchvision, "variable": _variable,
-    "cuda_capability": _cuda_capability, "driver_found": _driver_found, "cuda_code": _cuda_code,
+    "gpu_code": targets._gpu_code, "out_of_memory": _out_of_memory,
+    "machine_state": _machine_state, "user_groups": _user_groups, "torchvision": _torchvision,
+    "variable": _variable, "cuda_capability": capability._cuda_capability,
+    "old_gpu": capability._old_gpu, "driver_found": _driver_found, "cuda_code": _cuda_code,
     "masks": _masks, "nccl_last_error": _nccl_last_error, "xid": _xid, "dkms": _dkms,
-    "tensile": _tensile, "ollama_gfx": _ollama_gfx, "override_format": _override_format,
-    "torch_build": _torch_build, "webui_abort": _webui_abort,
+    "tensile": targets._tensile, "ollama_gfx": targets._ollama_gfx,
+    "override_format": _override_format, "torch_build": _torch_build,
+    "webui_abort": _webui_abort, "hipblaslt": stack._hipblaslt, "triton": stack._triton,
+    "bitsandbytes": stack._bitsandbytes, "deepspeed": stack._deepspeed,
+    "libtinfo": stack._libtinfo, "std_headers": stack._std_headers,
+    "forward_compat": stack._forward_compat, "psp_ring": stack._psp_ring,
+    "pcie_link": stack._pcie_link, "libcuda": stack._libcuda,
 }

@@ -10,7 +10,9 @@ conditions on the text or the machine under which an entry applies. In `yields_t
 
 Families: kb/errors_runtime.py (HIP/CUDA runtime), kb/errors_torch.py (builds, drivers,
 devices, containers, extensions), kb/errors_hsa.py (HSA, KFD, masks, overrides),
-kb/errors_libs.py (MIOpen, rocBLAS, hipBLASLt), kb/errors_nccl.py (collectives),
+kb/errors_libs.py (MIOpen, rocBLAS, hipBLASLt), kb/errors_stack.py (libraries on top of
+ROCm, system libraries under it), kb/errors_cuda.py (GPUs too old for a build, CUDA 804/802),
+kb/errors_nccl.py (collectives),
 kb/errors_apps.py (Ollama, llama.cpp), kb/errors_myths.py (blog myths, extensions),
 kb/errors_kernel.py (driver lines outside the kernel log) and kb/kernel_log.py, the one
 catalogue of kernel-log lines (the kernel-log check's).
@@ -19,18 +21,20 @@ catalogue of kernel-log lines (the kernel-log check's).
 from __future__ import annotations
 
 from rocmdoctor.kb.errors_apps import APP_MESSAGES
+from rocmdoctor.kb.errors_cuda import CUDA_BUILD_MESSAGES
 from rocmdoctor.kb.errors_hsa import HSA_MESSAGES
 from rocmdoctor.kb.errors_kernel import KERNEL_FALLBACK, XID_MEANINGS
 from rocmdoctor.kb.errors_libs import LIBRARY_MESSAGES
 from rocmdoctor.kb.errors_myths import MYTH_MESSAGES
 from rocmdoctor.kb.errors_nccl import NCCL_MESSAGES
 from rocmdoctor.kb.errors_runtime import RUNTIME_MESSAGES
+from rocmdoctor.kb.errors_stack import STACK_MESSAGES
 from rocmdoctor.kb.errors_torch import TORCH_MESSAGES
 from rocmdoctor.kb.kernel_log import KERNEL_MESSAGES
 from rocmdoctor.kb.messages import KnownMessage
 
-__all__ = ["GPU_ERROR_SHAPES", "KERNEL_FALLBACK_KEYS", "KNOWN_MESSAGES", "KnownMessage",
-           "XID_MEANINGS"]
+__all__ = ["GENERIC_KEYS", "GPU_ERROR_SHAPES", "KERNEL_FALLBACK_KEYS", "KNOWN_MESSAGES",
+           "KnownMessage", "LINUX_ONLY_CHECKS", "XID_MEANINGS"]
 
 # The kernel-log catalogue wins where it has the same key.
 _KERNEL_KEYS = {m.key for m in KERNEL_MESSAGES}
@@ -44,6 +48,8 @@ KNOWN_MESSAGES: tuple[KnownMessage, ...] = (
     *TORCH_MESSAGES,
     *HSA_MESSAGES,
     *LIBRARY_MESSAGES,
+    *STACK_MESSAGES,
+    *CUDA_BUILD_MESSAGES,
     *NCCL_MESSAGES,
     *APP_MESSAGES,
     *MYTH_MESSAGES,
@@ -63,4 +69,27 @@ GPU_ERROR_SHAPES: tuple[str, ...] = (
     r"/dev/kfd", r"\bROCk module\b", r"\bNVIDIA driver\b", r"\bNVML\b",
     r"\b(?:CUDA|HIP|GPU) out of memory", r"\bROCm\b[^\n]*(?:error|fail)",
     r"\bAcceleratorError\b",
+    # A GPU target or a GPU library named with a refusal: the library's own words.
+    r"\bgfx[0-9a-f]{3,4}\b[^\n]*\b(?:not supported|unsupported|invalid)\b",
+    r"(?i:flash[-_ ]?attn|flash[-_ ]?attention|xformers|bitsandbytes|triton)[^\n]*"
+    r"(?i:error|failed|not supported|only supports|can't|cannot)",
+    r"\bonly supports [^\n]*\bGPUs?\b", r"can't load C\+\+/CUDA extensions",
+    r"\blib\w*(?:cuda|hip|rocm|nccl|rccl|cudnn|cublas|amdhip)\w*\.so[.\d]*: cannot open",
 )
+
+# Entries whose cause is a family of causes (a kernel bug, a collective that failed, an
+# argument a call rejected): the answer names the family, so it is only `possible` unless a
+# fact in the text decides which member it is.
+GENERIC_KEYS = frozenset({
+    "nccl-error", "miopen-error", "hip-invalid-argument", "hip-launch-failure",
+    "cuda-launch-failure", "hsa-exception", "memory-access-fault", "cuda-illegal-address",
+    "hip-illegal-address",
+})
+
+# Checks of things only a Linux machine has (/dev/kfd, the amdgpu module, the kernel log,
+# PCIe link state as Linux reports it): an entry confirmed by one of them, in a log written on
+# Windows, is a Linux message that cannot be this machine's cause as it stands.
+LINUX_ONLY_CHECKS = frozenset({
+    "kfd-access", "amdgpu-driver", "amdgpu-firmware", "kernel-version", "kernel-log",
+    "gpu-agents", "pcie-atomics", "pcie-link", "rocm-permissions", "gfx-override",
+})

@@ -8,6 +8,7 @@ from rocmdoctor.kb.errors_base import (
     MIOPEN_DEBUG,
     MIOPEN_PERFDB,
     TORCH_BUILD,
+    WINDOWS_ROCBLAS,
 )
 from rocmdoctor.kb.messages import KnownMessage
 
@@ -64,7 +65,7 @@ LIBRARY_MESSAGES: tuple[KnownMessage, ...] = (
         "report; torch.backends.cudnn.enabled = False bypasses MIOpen meanwhile.",
         "torch-rocm-match", MIOPEN_DEBUG,
         commands=("echo $LD_LIBRARY_PATH", "MIOPEN_LOG_LEVEL=6 python <your script>"),
-        threads=10),
+        yields_to=("hip-std-headers-missing",), library="MIOpen", threads=10),
     KnownMessage(
         "miopen-comgr-isa", "MIOpen: comgr rejects the ISA name", "error",
         (r"amd_comgr_action_info_set_isa_name[^\n]*INVALID_ARGUMENT",
@@ -75,7 +76,9 @@ LIBRARY_MESSAGES: tuple[KnownMessage, ...] = (
         "Make torch load MIOpen and comgr from one ROCm (remove other ROCm lib folders from "
         "LD_LIBRARY_PATH, or reinstall the wheel); the MIOPEN_LOG_LEVEL=6 log names the "
         "files.", "torch-rocm-match", MIOPEN_DEBUG,
-        commands=("echo $LD_LIBRARY_PATH", TORCH_BUILD), threads=1),
+        commands=("echo $LD_LIBRARY_PATH", TORCH_BUILD),
+        yields_to=("hip-std-headers-missing", "miopen-hiprtc-compile"),
+        library="MIOpen", threads=1),
     KnownMessage(
         "miopen-error", "MIOpen error", "error",
         (r"MIOpen Error", r"miopenStatus\w*Error", r"MIOpen\(HIP\): Error"),
@@ -86,7 +89,8 @@ LIBRARY_MESSAGES: tuple[KnownMessage, ...] = (
         "afterwards); to get going meanwhile, torch.backends.cudnn.enabled = False bypasses "
         "MIOpen at a speed cost.",
         "torch-device", MIOPEN_DEBUG, commands=("export MIOPEN_LOG_LEVEL=4",),
-        yields_to=("miopen-database", "miopen-hiprtc-compile", "miopen-comgr-isa")),
+        yields_to=("miopen-database", "miopen-hiprtc-compile", "miopen-comgr-isa",
+                   "hip-std-headers-missing")),
     KnownMessage(
         "rocblas-legacy-path", "rocBLAS looks for TensileLibrary.dat under /opt/rocm/rocblas",
         "error",
@@ -101,13 +105,15 @@ LIBRARY_MESSAGES: tuple[KnownMessage, ...] = (
     KnownMessage(
         "rocblas-tensile-missing", "rocBLAS: Cannot read TensileLibrary.dat", "error",
         (r"rocBLAS error: Cannot read [^\n]*TensileLibrary[^\n]*\.dat",
+         r"\bfor GPU arch : gfx[0-9a-f]+",
          r"rocBLAS error: Could not load [^\n]*TensileLibrary[^\n]*\.dat",
          r"rocBLAS error: Could not initialize Tensile (?:host|library)"),
         "rocBLAS has no kernels for this GPU: the list of available Tensile files lacks its "
         "gfx target (gfx1201 with a ROCm older than its support, gfx1103 in libraries built "
         "for another HIP SDK), or rocBLAS looks in a folder that does not hold them.",
-        "Use a ROCm (or torch wheel) whose rocBLAS ships the target, or one of the same "
-        "family through HSA_OVERRIDE_GFX_VERSION; point ROCBLAS_TENSILE_LIBPATH at the "
+        "Use a ROCm, torch wheel or application build whose rocBLAS ships the GPU's target; "
+        "only a target no ROCm release ships can run the kernels of another of its family "
+        "through HSA_OVERRIDE_GFX_VERSION (on Linux). Point ROCBLAS_TENSILE_LIBPATH at the "
         "folder that holds the files when the layout differs.",
         "torch-arch-support", MIGRAPHX_3517,
         commands=(GFX_OF_GPU, "ls /opt/rocm/lib/rocblas/library/ | grep -o 'gfx[0-9a-f]*' "
@@ -116,7 +122,7 @@ LIBRARY_MESSAGES: tuple[KnownMessage, ...] = (
                       "it, or enable the image's GPU-override setting (Flatpak dsnote's "
                       "maintainer: 'Override GPU version').",
         unless=(r"No devices found",), context="tensile", yields_to=("rocblas-legacy-path",),
-        threads=12),
+        variants=(WINDOWS_ROCBLAS,), library="rocBLAS", threads=12),
     KnownMessage(
         "hipblaslt-tensile-missing", "rocblaslt: Could not load TensileLibrary_lazy_gfx", "error",
         (r"rocblaslt error: Could not load [^\n]*TensileLibrary[^\n]*\.dat",),
@@ -127,7 +133,7 @@ LIBRARY_MESSAGES: tuple[KnownMessage, ...] = (
         "hipBLASLt with TORCH_BLAS_PREFER_HIPBLASLT=0.", "torch-arch-support",
         "https://github.com/ollama/ollama/issues/11652",
         commands=(GFX_OF_GPU, "export TORCH_BLAS_PREFER_HIPBLASLT=0"), context="tensile",
-        threads=2),
+        variants=(WINDOWS_ROCBLAS,), library="hipBLASLt", threads=2),
     KnownMessage(
         "hipblaslt-no-solution", "hipBLASLt: Heuristic Fetch Failed / HIPBLAS_STATUS_NOT_SUPPORTED",
         "error",
@@ -141,5 +147,6 @@ LIBRARY_MESSAGES: tuple[KnownMessage, ...] = (
         "(or rocBLAS to not use hipBLASLt), and log the failing call to report it.",
         "torch-rocm-match", HIPBLASLT_1205,
         commands=("export TORCH_BLAS_PREFER_HIPBLASLT=0", "export ROCBLAS_USE_HIPBLASLT=0",
-                  "HIPBLASLT_LOG_LEVEL=2 python <your script>"), threads=5),
+                  "HIPBLASLT_LOG_LEVEL=2 python <your script>"),
+        yields_to=("hipblaslt-tensile-missing",), threads=5),
 )

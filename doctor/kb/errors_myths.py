@@ -44,14 +44,14 @@ MYTH_MESSAGES: tuple[KnownMessage, ...] = (
         context="torchvision", threads=22),
     KnownMessage(
         "undefined-symbol", "undefined symbol in a compiled extension", "error",
-        (r"undefined symbol: _Z\w+",),
+        (r"undefined symbol: _Z\w+", r"undefined symbol: (?:hip|cuda|cu|nccl|rccl)[A-Z]\w*"),
         "A compiled extension (torchvision, torchaudio, or one built from source) was built "
         "against another torch than the one installed, so a C++ symbol it needs is missing "
         "(pytorch issue 23585: a torchvision built for torch 1.1 under torch 1.2).",
         "Reinstall torch and its companion packages together from one wheel index at paired "
         "versions, and rebuild extensions compiled from source against the installed torch.",
         "torchvision-match", TORCH_23585, commands=("pip list | grep -i torch",),
-        context="torchvision", threads=6),
+        context="torchvision", yields_to=("bitsandbytes-rocm-library-broken",), threads=6),
     KnownMessage(
         "glibcxx-not-found", "libstdc++.so.6: version `GLIBCXX_3.4.x' not found", "error",
         (r"libstdc\+\+\.so\.6: version .?(?:GLIBCXX|CXXABI)_[\d.]+.? not found",),

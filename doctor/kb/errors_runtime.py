@@ -15,6 +15,7 @@ from rocmdoctor.kb.errors_base import (
     HIP_TEXT,
     NVIDIA_XID,
     TORCH_CUDA_INIT,
+    WINDOWS_GPU_CODE,
 )
 from rocmdoctor.kb.messages import DMESG_AMDGPU, KnownMessage
 
@@ -50,7 +51,7 @@ RUNTIME_MESSAGES: tuple[KnownMessage, ...] = (
         _GPU_CODE, "torch-arch-support", ROCM_3207,
         commands=(ARCH_LIST, GFX_OF_GPU), context="gpu_code",
         container_fix=_GPU_CODE_CONTAINER, container_commands=(GFX_OF_GPU, DOCKER_ROCM),
-        threads=18),
+        variants=(WINDOWS_GPU_CODE,), threads=18),
     KnownMessage(
         "no-binary-for-gpu", "hipErrorNoBinaryForGpu", "error",
         (r"hipErrorNoBinaryForGpu", r"Unable to find code object for all current devices",
@@ -60,18 +61,19 @@ RUNTIME_MESSAGES: tuple[KnownMessage, ...] = (
         _GPU_CODE, "torch-arch-support", CLR_CODE_OBJECT,
         commands=(ARCH_LIST, GFX_OF_GPU), context="gpu_code",
         container_fix=_GPU_CODE_CONTAINER, container_commands=(GFX_OF_GPU, DOCKER_ROCM),
-        yields_to=("rocm-on-nvidia",), threads=19),
+        variants=(WINDOWS_GPU_CODE,), yields_to=("rocm-on-nvidia",), threads=19),
     KnownMessage(
         "hip-shared-object-init-failed", "HIP error: shared object initialization failed",
         "error",
         (r"shared object initialization failed", r"hipErrorSharedObjectInitFailed",
-         r"HIP error: device kernel image is invalid", r"hipErrorInvalidImage"),
+         r"(?:HIP|CUDA) error: device kernel image is invalid", r"hipErrorInvalidImage"),
         "HIP could not load a code object into the GPU: the library carries no code (or code "
         "the loader rejects) for this gfx target (pytorch issue 111601 reports it on an RX "
         "7700 XT, gfx1101, with the ROCm 5.7 wheels).",
         _GPU_CODE, "torch-arch-support", HIP_ERRORS,
         commands=(ARCH_LIST, GFX_OF_GPU), context="gpu_code",
         container_fix=_GPU_CODE_CONTAINER, container_commands=(GFX_OF_GPU, DOCKER_ROCM),
+        variants=(WINDOWS_GPU_CODE,), yields_to=("cuda-invalid-kernel-image",),
         threads=1),
     KnownMessage(
         "hip-out-of-memory", "HIP out of memory", "error",
@@ -256,7 +258,8 @@ RUNTIME_MESSAGES: tuple[KnownMessage, ...] = (
         commands=(ARCH_LIST, "nvidia-smi --query-gpu=name,compute_cap --format=csv"),
         container_fix="Use an image whose torch is built for this GPU (for RTX 50 series one "
                       "with CUDA 12.8 or newer).",
-        unless_text=(HIP_TEXT,), yields_to=("cuda-capability-not-compatible",), threads=30),
+        unless_text=(HIP_TEXT,), yields_to=("cuda-capability-not-compatible", "cuda-gpu-too-old"),
+        threads=30),
     KnownMessage(
         "cuda-capability-not-compatible", "CUDA capability sm_XX is not compatible", "error",
         (r"with CUDA capability sm_\d+ is not compatible with the current PyTorch installation",),

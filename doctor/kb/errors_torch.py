@@ -18,6 +18,7 @@ from rocmdoctor.kb.errors_base import (
     TORCH_BUILD,
     TORCH_CUDA_INIT,
     WHL,
+    WINDOWS_TORCH_BUILD,
 )
 from rocmdoctor.kb.messages import KnownMessage
 
@@ -55,7 +56,7 @@ TORCH_MESSAGES: tuple[KnownMessage, ...] = (
         "maintainer: 'a pytorch installation issue'.",
         _CPU_WHEEL_FIX, "torch-install", DETECTRON2_460,
         commands=(TORCH_BUILD,), context="torch_build", yields_to=("webui-zluda-cpu-torch",),
-        threads=22),
+        variants=(WINDOWS_TORCH_BUILD,), threads=22),
     KnownMessage(
         "webui-zluda-cpu-torch", "ROCm: version=None / Using CPU-only torch", "error",
         (r"ROCm agent enumerator failed", r"ROCm: version=None", r"Failed to install ZLUDA",
@@ -144,7 +145,8 @@ TORCH_MESSAGES: tuple[KnownMessage, ...] = (
         "running), 803 the user-space driver and the kernel module differ, 804 forward "
         "compatibility on a GPU that does not support it.",
         "Act on the error number (below); nvidia-smi must work first.",
-        "nvidia-driver", CUDA_RUNTIME_TYPES, commands=(NVIDIA_SMI,), context="cuda_code"),
+        "nvidia-driver", CUDA_RUNTIME_TYPES, commands=(NVIDIA_SMI,), context="cuda_code",
+        yields_to=("cuda-forward-compat-unsupported", "cuda-fabric-manager")),
     KnownMessage(
         "hip-getdevicecount", "Unexpected error from hipGetDeviceCount()", "error",
         (r"Unexpected error from hipGetDeviceCount\(\)", r"HIP initialization: Unexpected"),
@@ -281,7 +283,8 @@ TORCH_MESSAGES: tuple[KnownMessage, ...] = (
                   "--format=csv,noheader | head -1)\"")),
     KnownMessage(
         "libcuda-missing", "libcuda.so: cannot open shared object file", "error",
-        (r"libcuda\.so(?:\.1)?: cannot open shared object file",),
+        (r"libcuda\.so(?:\.1)?: cannot open shared object file", r"cannot find -lcuda\b",
+         r"libcuda\.so cannot found"),
         "The NVIDIA driver's user-space library is not on the loader path. Under WSL it lives "
         "in /usr/lib/wsl/lib and only libcuda.so.1 is there, while cuDNN asks for libcuda.so "
         "(WSL issue 8587). Without an NVIDIA GPU it is missing because there is no driver.",
@@ -290,7 +293,8 @@ TORCH_MESSAGES: tuple[KnownMessage, ...] = (
         wsl_fix="Put WSL's driver folder on the loader path (or link libcuda.so into the "
                 "environment's lib folder).",
         wsl_commands=("export LD_LIBRARY_PATH=/usr/lib/wsl/lib:$LD_LIBRARY_PATH",
-                      "ls -l /usr/lib/wsl/lib/libcuda*"), threads=11),
+                      "ls -l /usr/lib/wsl/lib/libcuda*"), yields_to=("triton-cuda-on-rocm",),
+        context="libcuda", threads=11),
     KnownMessage(
         "libcudnn-missing", "Could not load library libcudnn", "error",
         (r"Could not load library libcudnn_\w+\.so",),

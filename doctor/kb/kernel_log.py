@@ -47,6 +47,9 @@ DEBIAN_SECUREBOOT = "https://wiki.debian.org/SecureBoot"
 NVRM_OSAPI = ("https://github.com/NVIDIA/open-gpu-kernel-modules/blob/595.45.04/src/nvidia/arch/"
               "nvalloc/unix/src/osapi.c")  # :1221 "NVRM: API mismatch: the client '%s' ..."
 AER_HOWTO = "https://docs.kernel.org/PCI/pcieaer-howto.html"
+# 4x MI210: "PSP create ring failed!" at load; all four came up with the Infinity Fabric
+# bridge unplugged (a defective bridge).
+ROCM_2747 = "https://github.com/ROCm/legacy-rocm-build/issues/2747"
 
 DMESG_KFD = "sudo dmesg | grep -i kfd"
 MEC_FIRMWARE = "sudo grep -H MEC /sys/kernel/debug/dri/*/amdgpu_firmware_info"
@@ -123,7 +126,8 @@ AMD_MESSAGES: tuple[KnownMessage, ...] = (
         "every program that was using the GPU lost its data and must be restarted.",
         "Restart the programs that used the GPU; the lines before the reset say what hung.",
         "kernel-log", AMDGPU_DEVICE, commands=(DMESG_AMDGPU,), needs_root=True,
-        yields_to=("amdgpu-ring-timeout", "amdgpu-mes-hang", "amdgpu-ras-uncorrectable")),
+        yields_to=("amdgpu-ring-timeout", "amdgpu-mes-hang", "amdgpu-ras-uncorrectable",
+                   "amdgpu-psp-ring-failed")),
     KnownMessage(
         "amdgpu-firmware-missing", "amdgpu firmware file missing", "kernel-log",
         (r"Direct firmware load for amdgpu/\S+ failed with error", r"Failed to load firmware "
@@ -167,7 +171,20 @@ AMD_MESSAGES: tuple[KnownMessage, ...] = (
         "the usual cause (install linux-firmware matching the kernel or driver); otherwise use "
         "a kernel or amdgpu-dkms release that supports this GPU.",
         "amdgpu-driver", AMDGPU_KMS, commands=(DMESG_AMDGPU,), needs_root=True,
-        yields_to=("amdgpu-firmware-missing", "amdgpu-psp-load-failed"), level="fail"),
+        yields_to=("amdgpu-firmware-missing", "amdgpu-psp-load-failed", "amdgpu-psp-ring-failed"),
+        level="fail"),
+    KnownMessage(
+        "amdgpu-psp-ring-failed", "PSP could not create its ring", "kernel-log",
+        (r"PSP create ring failed", r"psp ring create fail", r"Fail to stop psp ring"),
+        "The GPU's security processor (PSP) did not set up its command ring, so no firmware "
+        "loads and the GPU stays down. When the driver loads, that points at the hardware "
+        "around the GPU: a defective Infinity Fabric bridge (ROCm issue 2747: with it "
+        "unplugged all four MI210 came up), a card or slot fault. After a GPU reset ('PSP is "
+        "resuming', 'GPU reset failed') the reset did not bring the GPU back.",
+        "After a failed reset: reboot with a full power cycle. At driver load: power off, "
+        "reseat the GPU and any bridge or link card, try without the bridge; if it stays, "
+        "the card needs service.", "amdgpu-driver", ROCM_2747, commands=(DMESG_AMDGPU,),
+        needs_root=True, context="psp_ring", level="fail"),
     KnownMessage(
         "kfd-atomics-mec-firmware-old", "KFD skipped a GPU: its MEC firmware is too old to run "
         "without PCIe atomics", "kernel-log",
@@ -286,14 +303,16 @@ AMD_MESSAGES: tuple[KnownMessage, ...] = (
         "kernel-log", IOMMU_ADVISORY, commands=(DMESG_GPU,), needs_root=True),
     KnownMessage(
         "pcie-aer-errors", "PCIe errors on a link (AER)", "kernel-log",
-        (r"AER: (?:Multiple )?(?:Corrected|Uncorrected|Uncorrectable) error",
+        (r"AER: (?:Multiple )?(?:Corrected|Correctable|Uncorrected|Uncorrectable)"
+         r"(?: \(\w+\))? error",
+         r"PCIe Bus Error: severity=", r"Root Port link has been reset",
          r"\baer_layer=", r"\[Hardware Error\]:\s+section_type: PCIe error"),
         "The PCIe link of the port or device in the line reported errors (the kernel's "
         "Advanced Error Reporting). On a GPU's link they come from a riser, a cable, a loose "
         "card or a link run faster than it holds (ROCm issue 2927: an MI100 on an AM4 board).",
         "Reseat the card, remove risers or extension cables; if errors continue, set that slot "
         "to a lower PCIe generation in the BIOS.",
-        "pcie-link", AER_HOWTO, commands=(DMESG_GPU,), needs_root=True),
+        "pcie-link", AER_HOWTO, commands=(DMESG_GPU,), needs_root=True, context="pcie_link"),
 )
 
 NVIDIA_MESSAGES: tuple[KnownMessage, ...] = (

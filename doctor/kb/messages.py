@@ -12,6 +12,18 @@ DMESG_GPU = "sudo dmesg | grep -iE 'amdgpu|kfd|nvrm'"
 
 
 @dataclass(frozen=True)
+class Variant:
+    """A fix for a situation the text or the machine shows (`when` names a condition of
+    rocmdoctor.explain.context: windows, nvidia_paste ...); the first that holds replaces the
+    entry's fix."""
+
+    when: str
+    fix: str
+    commands: tuple[str, ...] = ()
+    note: str = ""  # why this fix, as the answer says it
+
+
+@dataclass(frozen=True)
 class KnownMessage:
     key: str
     title: str
@@ -39,3 +51,5 @@ class KnownMessage:
     unless_text: tuple[str, ...] = ()  # anywhere in the text: the entry does not count
     requires: tuple[str, ...] = ()  # rocmdoctor.explain conditions that must all hold
     threads: int = 0  # distinct public tracker threads seen with it (0: not counted)
+    variants: tuple[Variant, ...] = ()  # fixes for situations, tried before container/WSL
+    library: Optional[str] = None  # the library whose message this is (its tracker is asked)

@@ -1,0 +1,98 @@
+"""Resolvers for NVIDIA compute capabilities: a GPU older (or newer) than the capabilities a
+torch build carries, in the words of every torch release, against kb.cuda_arch (which
+wheels last carried code for old GPUs, and which carry it now)."""
+
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+from rocmdoctor.explain.context import Context, Situation
+from rocmdoctor.kb.cuda_arch import arch_support, runs_code_of
+from rocmdoctor.kb.messages import KnownMessage
+
+WHL = "https://download.pytorch.org/whl/"
+
+
+def _capability(s: Situation) -> Optional[tuple[str, int]]:
+    fact = s.facts.first("capability")
+    return (fact.value, fact.line) if fact else None
+
+
+def _newest_with(index: str) -> Optional[tuple[str, str]]:
+    """(torch, torchvision) of the newest release with wheels on a CUDA index (cu126)."""
+    from rocmdoctor.kb.torch_wheels import WHEELS, version_tuple
+
+    cuda = f"{index[2:-1]}.{index[-1]}"
+    rows = [w for w in WHEELS if cuda in w.cuda]
+    if not rows:
+        return None
+    best = max(rows, key=lambda w: version_tuple(w.torch))
+    return best.torch, best.torchvision
+
+
+def wheels_for(capability: str, ctx: Context) -> None:
+    """Notes and the pip line for the official wheels that carry code for `capability`."""
+    row = arch_support(capability)
+    if row is None:
+        return
+    ctx.notes.append(f"Compute capability {capability} ({row.family}): {row.wheels}.")
+    if row.index is None:
+        return
+    if row.release is not None:
+        from rocmdoctor.kb.torch_wheels import wheel_release
+
+        pair = wheel_release(row.release)
+        vision = f" torchvision=={pair.torchvision}" if pair else ""
+        ctx.commands.append(f"pip install torch=={row.release}{vision} --index-url "
+                            f"{WHL}{row.index}")
+        return
+    newest = _newest_with(row.index)
+    if newest is not None:
+        ctx.commands.append(f"pip install --force-reinstall torch=={newest[0]} "
+                            f"torchvision=={newest[1]} --index-url {WHL}{row.index}")
+
+
+def _old_gpu(entry: KnownMessage, s: Situation, ctx: Context) -> None:
+    found = _capability(s)
+    if found is None:
+        ctx.doubts.append("the text states no compute capability; "
+                          "`nvidia-smi --query-gpu=name,compute_cap --format=csv` says it")
+        return
+    capability, line = found
+    ctx.basis.append(line)
+    top = s.facts.first("cc_max", role="build")
+    bottom = s.facts.first("cc_min", role="build")
+    if entry.key == "cuda-capability-above-build" and top is not None:
+        if runs_code_of(capability, top.value):
+            ctx.notes.append(f"The GPU is {capability}; this build's newest is {top.value}: a "
+                             f"{capability} GPU runs {top.value} code, so the warning is "
+                             f"spurious.")
+        return
+    if bottom is not None:
+        ctx.notes.append(f"The GPU is {capability}; this torch's oldest is {bottom.value} "
+                         f"(line {bottom.line}).")
+    before = len(ctx.notes)
+    wheels_for(capability, ctx)
+    if len(ctx.notes) == before:
+        ctx.doubts.append(f"no table row for compute capability {capability}; "
+                          f"`python -c \"import torch; print(torch.cuda.get_arch_list())\"` "
+                          f"lists what this torch carries")
+
+
+def _cuda_capability(entry: KnownMessage, s: Situation, ctx: Context) -> None:
+    gpu = re.search(r"(\S[^\n]*?) with CUDA capability sm_(\d+) is not compatible", s.text)
+    listed = re.search(r"supports CUDA capabilities ((?:sm_\d+ ?)+)", s.text)
+    if gpu is None:
+        return
+    sm = int(gpu.group(2))
+    ctx.notes.append(f"{gpu.group(1).strip()} is sm_{sm}"
+                     + (f"; this torch has code for {listed.group(1).strip()}." if listed
+                        else "."))
+    capability = f"{sm // 10}.{sm % 10}"
+    if sm >= 120:
+        ctx.notes.append("sm_120 (RTX 50 series) needs a torch built with CUDA 12.8 or newer.")
+        ctx.commands.append(f"pip install --force-reinstall torch torchvision --index-url "
+                            f"{WHL}cu128")
+        return
+    wheels_for(capability, ctx)

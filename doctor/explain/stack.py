@@ -1,0 +1,180 @@
+"""Resolvers for errors raised by libraries on top of the GPU stack and the system under it:
+they name the library, read the versions and targets the text gives, and make the fix's
+commands exact for them (the torch index that brings pytorch-triton-rocm back, the GPU target
+for a bitsandbytes build, the libtinfo the loader asked for, the libstdc++ of the GCC the
+compiler picks, the driver a CUDA version needs, what a PCIe error's ids are)."""
+
+from __future__ import annotations
+
+import re
+
+from rocmdoctor.explain.context import Context, Situation
+from rocmdoctor.kb.messages import KnownMessage
+
+WHL = "https://download.pytorch.org/whl/"
+# PCI vendor ids (https://pci-ids.ucw.cz/read/PC/): the ones GPU links show.
+VENDORS = {"1002": "AMD (ATI) GPU", "10de": "NVIDIA GPU", "1022": "AMD CPU/chipset",
+           "8086": "Intel CPU/chipset", "14e4": "Broadcom"}
+# AMD's PCIe switch inside Navi boards (pci-ids: "Navi 10 XL Upstream/Downstream Port of PCI
+# Express Switch"): the link fault is on the GPU board's own link.
+AMD_BOARD_SWITCH = {"1478", "1479"}
+
+
+def _hipblaslt(entry: KnownMessage, s: Situation, ctx: Context) -> None:
+    torch = s.facts.first("torch")
+    if torch is not None:
+        ctx.basis.append(torch.line)
+        nightly = re.search(r"2\.6\.0\.dev202410(?:1[4-9]|2[0-1])", torch.value)
+        ctx.notes.append(f"torch {torch.value} (line {torch.line})"
+                         + (": one of the October 2024 nightlies without the fallback."
+                            if nightly else "."))
+    for gfx, line in _gfx(s)[:1]:
+        ctx.basis.append(line)
+        ctx.notes.append(f"The GPU is {gfx} (line {line}).")
+
+
+def _gfx(s: Situation) -> list[tuple[str, int]]:
+    seen: dict[str, int] = {}
+    for fact in s.facts.all("gfx"):
+        seen.setdefault(fact.value, fact.line)
+    return list(seen.items())
+
+
+def _rocm_index(s: Situation) -> str:
+    """The PyTorch ROCm index for the torch the text shows (rocm6.4 for 2.7.0+rocm6.4.1)."""
+    from rocmdoctor.kb.torch_wheels import rocm_index_for
+
+    torch = s.facts.first("torch")
+    local = re.search(r"\+rocm(\d+\.\d+(?:\.\d+)?)", torch.value) if torch else None
+    rocm = local.group(1) if local else (s.facts.first("rocm").value  # type: ignore[union-attr]
+                                         if s.facts.first("rocm") else None)
+    return "rocm" + rocm_index_for(rocm)
+
+
+def _triton(entry: KnownMessage, s: Situation, ctx: Context) -> None:
+    rocm_triton = s.facts.first("library")
+    for fact in s.facts.all("library"):
+        if fact.value == "pytorch-triton-rocm":
+            rocm_triton = fact
+            ctx.basis.append(fact.line)
+            ctx.notes.append(f"pytorch-triton-rocm is installed too (line {fact.line}): the "
+                             f"PyPI triton shadows it.")
+            break
+    else:
+        rocm_triton = None
+    if rocm_triton is None and re.search(r"-lcuda|third_party[/\\]cuda|backends[/\\]nvidia",
+                                         s.text):
+        ctx.notes.append("The triton in use builds CUDA launchers (-lcuda, third_party/cuda): "
+                         "it is the CUDA build.")
+    ctx.commands.extend([entry.commands[0], "pip uninstall -y triton",
+                         f"pip install --force-reinstall torch --index-url {WHL}{_rocm_index(s)}"])
+
+
+def _bitsandbytes(entry: KnownMessage, s: Situation, ctx: Context) -> None:
+    from rocmdoctor.explain.paste import is_amd_paste, is_nvidia_paste
+
+    if not is_amd_paste(s.facts) and not is_nvidia_paste(s.facts) and not s.host:
+        ctx.doubts.append("the text shows neither ROCm nor CUDA; the fix below is ROCm's")
+    targets = _gfx(s)
+    if targets and not is_nvidia_paste(s.facts):
+        gfx, line = targets[0]
+        ctx.basis.append(line)
+        ctx.commands.extend(["python -m bitsandbytes",
+                             f"cmake -DCOMPUTE_BACKEND=hip -DBNB_ROCM_ARCH={gfx} -S . && make "
+                             f"&& pip install ."])
+
+
+def _deepspeed(entry: KnownMessage, s: Situation, ctx: Context) -> None:
+    if re.search(r"hipify\(\) got an unexpected keyword argument '(\w+)'", s.text):
+        arg = re.search(r"unexpected keyword argument '(\w+)'", s.text)
+        ctx.notes.append(f"DeepSpeed passes hipify '{arg.group(1) if arg else '?'}', which "
+                         f"this torch's hipify does not take: it predates the hipify changes "
+                         f"of pytorch pull 76141; use a newer torch (or an older DeepSpeed).")
+    elif re.search(r"cpp_extension\.CUDA_HOME", s.text):
+        ctx.notes.append("DeepSpeed reads torch's CUDA_HOME, which is None on ROCm (torch sets "
+                         "ROCM_HOME there): DeepSpeed pull 7224 fixed this op builder; update "
+                         "DeepSpeed.")
+    elif re.search(r"cuda\w*\.h: No such file", s.text):
+        ctx.notes.append("A hipified source still includes a CUDA header: hipify did not "
+                         "rewrite the include for this DeepSpeed and torch pair.")
+
+
+def _libtinfo(entry: KnownMessage, s: Situation, ctx: Context) -> None:
+    m = re.search(r"libtinfo\.so\.([56])|NCURSES(6)?_TINFO", s.text)
+    six = bool(m and (m.group(1) == "6" or m.group(2)))
+    name = "libtinfo.so.6" if six else "libtinfo.so.5"
+    ctx.notes.append(f"The loader asks for {name}.")
+    ctx.commands.extend([f"sudo apt install libtinfo{'6' if six else '5'}",
+                         f"dnf provides '*/{name}'"])
+
+
+def _std_headers(entry: KnownMessage, s: Situation, ctx: Context) -> None:
+    header = re.search(r"fatal error: '(\w+)' file not found", s.text)
+    gcc = re.search(r"/usr/lib/gcc/x86_64-linux-gnu/(\d+)|GCC version: \(\w+ (\d+)\.", s.text)
+    version = (gcc.group(1) or gcc.group(2)) if gcc else "12"
+    if header:
+        ctx.notes.append(f"The compiler found no <{header.group(1)}>: a C++ standard header.")
+    if not gcc:
+        ctx.notes.append("The text does not say which GCC the compiler picked; `ls "
+                         "/usr/lib/gcc/x86_64-linux-gnu/` shows the newest (12 on Ubuntu "
+                         "22.04, where these reports come from).")
+    ctx.commands.extend(["ls /usr/lib/gcc/x86_64-linux-gnu/",
+                         f"sudo apt install libstdc++-{version}-dev"])
+
+
+def _forward_compat(entry: KnownMessage, s: Situation, ctx: Context) -> None:
+    from rocmdoctor.kb.cuda_driver import CUDA_GA_DRIVERS, ga_driver
+    from rocmdoctor.kb.torch_wheels import version_tuple
+
+    driver = s.facts.first("driver")
+    cuda = s.facts.first("cuda")
+    if driver is not None:
+        ctx.basis.append(driver.line)
+        fitting = [r for r in CUDA_GA_DRIVERS
+                   if version_tuple(r.min_driver) <= version_tuple(driver.value)]
+        top = max(fitting, key=lambda r: version_tuple(r.cuda), default=None)
+        ctx.notes.append(f"Driver {driver.value} (line {driver.line})"
+                         + (f" supports CUDA {top.cuda} at most (NVIDIA's minimum drivers)."
+                            if top else " is older than every CUDA 10.2+ minimum."))
+    if cuda is not None:
+        row = ga_driver(cuda.value)
+        if row is not None:
+            ctx.notes.append(f"CUDA {cuda.value} (line {cuda.line}) needs driver "
+                             f"{row.min_driver} or newer.")
+
+
+def _libcuda(entry: KnownMessage, s: Situation, ctx: Context) -> None:
+    from rocmdoctor.explain.paste import is_nvidia_paste
+
+    if not is_nvidia_paste(s.facts) and not s._host_signals("nvidia"):
+        ctx.doubts.append("the text shows no NVIDIA GPU, driver or CUDA build; on a ROCm "
+                          "machine a package built for CUDA (a CUDA triton) asks for libcuda")
+
+
+def _psp_ring(entry: KnownMessage, s: Situation, ctx: Context) -> None:
+    if re.search(r"PSP is resuming|GPU reset\(\d+\) failed|resume of IP block <psp>", s.text):
+        ctx.notes.append("This happened during a GPU reset: the reset failed; a full power "
+                         "cycle (reboot) brings the GPU back, then find what hung it.")
+        ctx.commands.append("sudo reboot")
+    else:
+        ctx.notes.append("This happened while the driver loaded: look at the hardware around "
+                         "the GPU (bridge, riser, slot, power).")
+
+
+def _pcie_link(entry: KnownMessage, s: Situation, ctx: Context) -> None:
+    fatal = re.search(r"severity=Uncorrect\w* \(Fatal\)|Uncorrected \(Fatal\)", s.text)
+    ctx.notes.append("An uncorrectable (fatal) error: the link stopped carrying traffic and the "
+                     "device behind it hung." if fatal else
+                     "Corrected errors: the link retried them; many of them mean poor signal "
+                     "on that link (riser, slot, speed).")
+    ids = list(dict.fromkeys(f.value for f in s.facts.all("pci_id")))
+    for pci in ids[:3]:
+        vendor, device = pci.split(":")
+        what = VENDORS.get(vendor, "vendor " + vendor)
+        if vendor == "1002" and device in AMD_BOARD_SWITCH:
+            what = "the PCIe switch on an AMD GPU's own board"
+        ctx.notes.append(f"[{pci}] is {what}.")
+    kinds = sorted(set(re.findall(r"\] (BadTLP|BadDLLP|Timeout|Rollover|RxErr|Malformed TLP|"
+                                  r"CmpltTO|SDES|UnsupReq)", s.text)))
+    if kinds:
+        ctx.notes.append(f"Error types: {', '.join(kinds)}.")

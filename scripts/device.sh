@@ -1,0 +1,410 @@
+#!/usr/bin/env bash
+# The runs on a lent GPU machine, as subcommands. Each runs from this checkout's root there;
+# a run longer than one call starts in its own session (setsid) and later calls wait for it.
+#
+#   bash scripts/device.sh install               rocmdoctor and the wheels the image lacks
+#                                                (.carry/wheels: optuna, the newest typer,
+#                                                rich, psutil, packaging), editable
+#   bash scripts/device.sh checks N              `rocmdoctor check` and a bare `import torch`,
+#                                                alternated N times, each timed (check-vs-torch.txt)
+#   bash scripts/device.sh witness-start         a process that keeps this checkout's folder as
+#                                                its working folder, to see whether the next call
+#                                                replaces that folder
+#   bash scripts/device.sh witness-check         whether it was replaced, and what `import torch`
+#                                                does in the old folder and in the new one, with
+#                                                a clean environment and with this one
+#   bash scripts/device.sh start NAME ARGS...    `rocmdoctor tune ARGS --output/--export/--html`
+#                                                in its own session, with a monitor beside it
+#   bash scripts/device.sh wait NAME SECONDS     wait for it up to SECONDS; when it has ended,
+#                                                pack what it wrote into $OUT/NAME.tar.gz
+#
+# Earlier runs (docs/benchmarks.md cites them by subcommand):
+#   bash scripts/device.sh evidence
+#     What the NVIDIA H200 evidence run does, in one call: install rocmdoctor (with carried
+#     wheels), check / snapshot / report, the timing figures, the GPU-marked tests, the bench
+#     runs (the bench subcommand); everything lands in one tarball under $OUT.
+#   bash scripts/device.sh bench
+#     One-shot GPU benchmark run, on a machine with a GPU, torch and torchvision.
+#       pip install --no-deps -e . && bash scripts/device.sh bench  (results under $OUT)
+#     Runs: ResNet-50 batch 128 in fp32 (strict), tf32+channels_last, bf16+channels_last,
+#     bf16+channels_last+torch.compile; ViT-B/16 bf16; GPT-2-small bf16; then the
+#     bf16+channels_last configuration 3 more times for the run-to-run spread. Each run is a fresh
+#     process (rocmdoctor bench); each result JSON lands in $OUT; a table is printed at the end.
+#     Budget: about 5 minutes on an H200 (torch.compile of ResNet-50 takes about a minute).
+#     SMOKE=1 replaces every run by a tiny CPU run (later flags win), to check the plumbing.
+#   bash scripts/device.sh grid
+#     One part of the exhaustive grid over tune's default CUDA space for ResNet-50 (128
+#     configurations, BruteForce sampler at --max-trials 128), to compare the tuner's pick with
+#     the grid's best. The study database travels between sessions: name `.carry` in the call's
+#     carry list; the updated database comes back as $OUT/grid.db; copy it to .carry/grid/grid.db.
+#     On a machine still warm from the last part, the database in /tmp/grid-state (newer than the
+#     carried one) and the compile cache are used instead. Each part runs until LIMIT seconds
+#     (then Ctrl-C: the running trials are requeued) and the next part resumes where it stopped.
+#     scripts/grid_report.py reads the database: what is measured, what is not, the comparison.
+#     GPUS=0,1 measures two configurations at a time; every trial shares one TorchInductor cache
+#     (--compile-cache), which shortens compiled trials but changes no steady-state figure.
+#   bash scripts/device.sh multi
+#     On a machine with two GPUs (nvidia-h200-x2): `rocmdoctor check --collectives` live, with
+#     NCCL_P2P_DISABLE=1, and a snapshot that records the run (replayed by the tests); then the
+#     bench-overhead run of device.sh overhead on GPU 0. Results: $OUT/multi.tgz.
+#   bash scripts/device.sh overhead
+#     Is `rocmdoctor bench` slower than a plain loop on a host-bound configuration (ResNet-50,
+#     batch 128, bf16, channels_last, torch.compile on an H200)? Interleaved, in alternating
+#     order: the plain loop (3 x 50 steps), the bench with its power sampler (now a separate
+#     process), the bench with --set extras=false (no sampler, FLOP count or GEMM peak).
+#   bash scripts/device.sh round2
+#     Second call on nvidia-h200-x2: the collectives check again (peer copies now timed with
+#     both devices synchronised), the tune on one GPU and on two, then the bench overhead pairs
+#     with power sampled at 10 Hz. Results: $OUT/round2.tgz.
+#   bash scripts/device.sh tune-evidence
+#     The H200 tune evidence: rocmdoctor tune --model resnet50 --batch-sizes 128,256 on the default
+#     space, its outputs (JSON, env file, HTML, the study database) in one tarball under $OUT.
+#   bash scripts/device.sh tune-beside-grid
+#     On nvidia-h200-x2: the collectives check (its peer copies in their own process), then the
+#     seeded tune evidence (the tune-evidence subcommand) on GPU 0 while the exhaustive grid
+#     (the grid subcommand) goes on on GPU 1, both stopped by LIMIT seconds. Results:
+#     $OUT/collectives.tgz, $OUT/tune.tgz, $OUT/grid.db.
+#   bash scripts/device.sh tune-gpus
+#     On two GPUs (nvidia-h200-x2): the same tune on one GPU, then on both (--gpus 0,1); a small
+#     eager space so both finish in one call. Results (JSON, logs) in $OUT/tune-gpus.tgz.
+set -uo pipefail
+SELF=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
+
+cmd_evidence() (
+export PYTHONUNBUFFERED=1 TIMEFORMAT="%R"
+W=/tmp/rocmdoctor-evidence; rm -rf "$W"; mkdir -p "$W"
+PY=python3
+$PY -m pip install -q --no-deps --no-index .carry/wheels/*.whl 2>&1 | tail -2
+$PY -m pip install -q --no-deps --no-build-isolation -e . 2>&1 | tail -2
+nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader
+$PY -c "import torch, sys; print(sys.version.split()[0], torch.__version__, torch.version.cuda)"
+
+echo "=== rocmdoctor check -v"
+$PY -m rocmdoctor check -v | tee "$W/check.txt"; echo "exit ${PIPESTATUS[0]}"
+$PY -m rocmdoctor check --json > "$W/check.json"; echo "json exit $?"
+$PY -m rocmdoctor snapshot -o "$W/h200-snapshot.json.gz"
+$PY -m rocmdoctor report -o "$W/report.md"; echo "report exit $?"
+
+echo "=== timings (seconds, wall)"
+{
+  for i in 1 2 3; do echo "import-torch $( { time $PY -c 'import torch' ; } 2>&1 )"; done
+  for i in 1 2 3; do echo "check $( { time $PY -m rocmdoctor check >/dev/null ; } 2>&1 )"; done
+  for i in 1 2 3; do echo "help $( { time $PY -m rocmdoctor --help >/dev/null ; } 2>&1 )"; done
+  echo "collect_env $( { time $PY -m torch.utils.collect_env >"$W/collect_env.txt" 2>&1 ; } 2>&1 )"
+} | tee "$W/timings.txt"
+
+echo "=== GPU-marked tests"
+$PY -m pytest -q -m gpu -p no:cacheprovider tests 2>&1 | tail -n 15 | tee "$W/gpu-tests.txt"
+
+if [ "${SKIP_BENCH:-}" != 1 ]; then
+  echo "=== bench"
+  OUT="$W/bench" "$SELF" bench 2>&1 | tee "$W/bench.txt" | tail -n 60
+fi
+tar czf "$OUT/evidence.tgz" -C "$W" .
+ls -la "$OUT"
+)
+
+cmd_bench() (
+
+OUT="${OUT:-$PWD/bench-out}"
+mkdir -p "$OUT"
+PY="${PYTHON:-python3}"
+export PYTHONUNBUFFERED=1
+
+# `rocmdoctor bench` once rocmdoctor.cli.app registers it; the same commands directly otherwise.
+APP="import typer; from rocmdoctor.cli.bench import bench_command, compare_command
+app = typer.Typer(pretty_exceptions_enable=False, rich_markup_mode=None)
+app.command('bench')(bench_command); app.command('compare')(compare_command); app()"
+rd() { "$PY" -c "$APP" "$@"; }
+
+"$PY" - <<'PY'
+import platform, torch
+print(f"python {platform.python_version()}, torch {torch.__version__}, "
+      f"cuda {torch.version.cuda}, hip {torch.version.hip}")
+print("device:", torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no GPU")
+try:
+    import torchvision; print("torchvision", torchvision.__version__)
+except Exception as exc:
+    print("torchvision unusable:", exc)
+try:
+    import pynvml; print("power: pynvml (NVML)")
+except Exception:
+    print("power: no pynvml; falling back to nvidia-smi -lms 100")
+PY
+
+failed=0
+run() {  # run NAME TIMEOUT ARGS...
+  local name="$1" timeout="$2"; shift 2
+  echo "=== $name: rocmdoctor bench $*"
+  local start=$SECONDS
+  if [ -n "${SMOKE:-}" ]; then  # plumbing check on any machine: tiny CPU runs
+    set -- "$@" --model tinycnn --device cpu --image-size 16 --batch-size 8 --warmup 1 --steps 5
+  fi
+  rd bench --device "${DEVICE:-cuda}" --timeout "$timeout" --json "$OUT/$name.json" "$@" \
+    >"$OUT/$name.txt" 2>"$OUT/$name.err"
+  local rc=$?
+  if [ $rc -eq 0 ]; then
+    cat "$OUT/$name.txt"
+  else
+    failed=$((failed + 1))
+    echo "!!! $name failed (exit $rc):"; tail -n 20 "$OUT/$name.err"
+  fi
+  echo "--- $name took $((SECONDS - start)) s"
+}
+
+R50=(--model resnet50 --batch-size 128 --warmup 10 --steps 50)
+run resnet50-fp32         240 "${R50[@]}" --precision fp32
+run resnet50-tf32-cl      240 "${R50[@]}" --precision tf32 --channels-last
+run resnet50-bf16-cl      240 "${R50[@]}" --precision bf16 --channels-last
+run resnet50-bf16-cl-compile 420 "${R50[@]}" --precision bf16 --channels-last --compile
+run vit_b_16-bf16         240 --model vit_b_16 --batch-size 128 --warmup 10 --steps 40 --precision bf16
+run gpt2-bf16             240 --model gpt2 --batch-size 16 --seq-len 512 --warmup 10 --steps 40 --precision bf16
+for i in 1 2 3; do
+  run "resnet50-bf16-cl-repeat$i" 240 "${R50[@]}" --precision bf16 --channels-last
+done
+
+echo "=== summary (each column is one run; differences are against the first)"
+main=()
+for n in resnet50-fp32 resnet50-tf32-cl resnet50-bf16-cl resnet50-bf16-cl-compile; do
+  [ -f "$OUT/$n.json" ] && main+=("$OUT/$n.json")
+done
+[ ${#main[@]} -gt 0 ] && rd compare --markdown --anchors "${main[@]}" | tee "$OUT/summary-resnet50.md"
+others=()
+for n in vit_b_16-bf16 gpt2-bf16 resnet50-bf16-cl resnet50-bf16-cl-repeat1 \
+         resnet50-bf16-cl-repeat2 resnet50-bf16-cl-repeat3; do
+  [ -f "$OUT/$n.json" ] && others+=("$OUT/$n.json")
+done
+[ ${#others[@]} -gt 0 ] && rd compare --markdown "${others[@]}" | tee "$OUT/summary-others.md"
+
+"$PY" - "$OUT" <<'PY'
+import glob, json, os, sys
+rates = []
+for path in sorted(glob.glob(os.path.join(sys.argv[1], "resnet50-bf16-cl*.json"))):
+    if "compile" not in path:
+        rates.append(json.load(open(path))["metrics"]["throughput"]["median"])
+if len(rates) > 1:
+    mean = sum(rates) / len(rates)
+    print(f"bf16+channels_last run-to-run: {len(rates)} runs, median img/s "
+          + ", ".join(f"{r:,.1f}" for r in rates)
+          + f"; spread (max-min)/mean {(max(rates) - min(rates)) / mean:.2%}")
+PY
+echo "results in $OUT; $failed run(s) failed"
+exit $(( failed > 0 ))
+)
+
+cmd_grid() (
+export PYTHONUNBUFFERED=1
+DB=/tmp/grid-state/grid.db
+[ -f "$DB" ] || { mkdir -p /tmp/grid-state && cp .carry/grid/grid.db "$DB" && chmod 644 "$DB"; } \
+  || exit 1
+"$SELF" install || exit 1
+start=$SECONDS
+timeout -s INT "${LIMIT:-540}" python3 -m rocmdoctor tune --model resnet50 --batch-size 128 \
+  --batch-sizes 128,256 --max-trials 128 --budget "${BUDGET:-10h}" \
+  --confirm-rounds 2 --confirm-top 1 --study grid-resnet50 --storage "sqlite:///$DB" \
+  --gpus "${GPUS:-0}" --compile-cache /tmp/grid-inductor \
+  --output /tmp/grid.json 2>&1 | tail -n 40
+echo "grid part exit ${PIPESTATUS[0]} after $((SECONDS - start)) s"
+cp "$DB" "$OUT/grid.db"
+[ -f /tmp/grid.json ] && cp /tmp/grid.json "$OUT/grid.json"
+python3 - "$DB" <<'PY'
+import sqlite3, sys
+con = sqlite3.connect(sys.argv[1])
+rows = con.execute("select state, count(*) from trials group by state").fetchall()
+print("trials by state:", dict(rows))
+PY
+)
+
+cmd_multi() (
+export PYTHONUNBUFFERED=1
+R=/tmp/multi; mkdir -p "$R"
+"$SELF" install || exit 1
+env | grep -E '^(NCCL|TORCH_SYMM|NVSHMEM)_' | sort > "$R/env-nccl.txt"
+nvidia-smi topo -m > "$R/topo.txt" 2>&1
+nvidia-smi > "$R/nvidia-smi.txt" 2>&1
+s=$SECONDS; python3 -m rocmdoctor check --collectives -v > "$R/check-collectives.txt" 2>&1
+echo "exit $? after $((SECONDS - s)) s" >> "$R/check-collectives.txt"
+s=$SECONDS; python3 -m rocmdoctor check --only collectives -v > "$R/check-only.txt" 2>&1
+echo "exit $? after $((SECONDS - s)) s" >> "$R/check-only.txt"
+NCCL_P2P_DISABLE=1 python3 -m rocmdoctor check --only collectives -v > "$R/check-p2p-off.txt" 2>&1
+echo "exit $?" >> "$R/check-p2p-off.txt"
+python3 -m rocmdoctor snapshot --collectives -o "$R/h200x2-snapshot.json.gz" > "$R/snapshot.txt" 2>&1
+python3 -m rocmdoctor check --from "$R/h200x2-snapshot.json.gz" --collectives --json \
+  -o "$R/check-replay.json"
+tail -n 3 "$R"/check-*.txt
+[ "${OVERHEAD:-1}" = 1 ] && "$SELF" overhead 2>&1 | tee "$R/overhead.txt"
+tar czf "$OUT/multi.tgz" -C /tmp multi
+)
+
+cmd_overhead() (
+export PYTHONUNBUFFERED=1
+"$SELF" install || exit 1
+B="python3 -m rocmdoctor bench --model resnet50 --device cuda --batch-size 128 --precision bf16 --channels-last --compile --warmup 30 --steps 150"
+on() { echo "bench, power sampling on:  $($B 2>/dev/null | grep -E '^(throughput|GPU busy)' | tr '\n' ' ')"; }
+off() { echo "bench, extras=false:       $($B --set extras=false 2>/dev/null | grep -E '^throughput' | tr '\n' ' ')"; }
+for round in ${ROUNDS:-1 2 3}; do
+  echo "== round $round"
+  python3 scripts/plain_resnet50.py 128 2>/dev/null | tail -3
+  if [ $((round % 2)) = 1 ]; then on; off; else off; on; fi
+done
+)
+
+cmd_round2() (
+export PYTHONUNBUFFERED=1
+R=/tmp/round2; mkdir -p "$R"
+"$SELF" install || exit 1
+python3 -m rocmdoctor snapshot --collectives -o "$R/h200x2-snapshot.json.gz" > "$R/snapshot.txt" 2>&1
+python3 -m rocmdoctor check --from "$R/h200x2-snapshot.json.gz" --only collectives -v | tee "$R/check.txt"
+TRIALS=${TRIALS:-6} timeout 380 "$SELF" tune-gpus
+mv /tmp/tune-gpus "$R/" 2>/dev/null
+ROUNDS="1 2" timeout 150 "$SELF" overhead 2>&1 | tee "$R/overhead.txt"
+tar czf "$OUT/round2.tgz" -C /tmp round2
+)
+
+cmd_tune_evidence() (
+export PYTHONUNBUFFERED=1
+W=/tmp/rocmdoctor-tune; mkdir -p "$W"
+PY=python3
+"$SELF" install || exit 1
+start=$SECONDS
+timeout -s INT "${TUNE_LIMIT:-560}" $PY -m rocmdoctor tune --model resnet50 --batch-size 128 \
+  --batch-sizes 128,256 --budget "${BUDGET:-8m}" ${TUNE_EXTRA:-} \
+  --storage "sqlite:///$W/study.db" --study h200-resnet50 \
+  --output "$W/tune.json" --export "$W/best.env" --html "$W/tune.html" 2>&1 | tee -a "$W/tune.log"
+echo "tune exit ${PIPESTATUS[0]} after $((SECONDS - start)) s"
+tar czf "$OUT/tune.tgz" -C "$W" .
+)
+
+cmd_tune_beside_grid() (
+export PYTHONUNBUFFERED=1
+C=/tmp/collectives; mkdir -p "$C"
+"$SELF" install || exit 1
+python3 -m rocmdoctor snapshot --collectives -o "$C/h200x2-snapshot.json.gz" > "$C/snapshot.txt" 2>&1
+python3 -m rocmdoctor check --from "$C/h200x2-snapshot.json.gz" --only collectives -v --json \
+  > "$C/check.json"
+python3 -m rocmdoctor check --from "$C/h200x2-snapshot.json.gz" --only collectives -v | tee "$C/check.txt"
+tar czf "$OUT/collectives.tgz" -C /tmp collectives
+LIMIT=${LIMIT:-520}
+CUDA_VISIBLE_DEVICES=0 TUNE_LIMIT=$LIMIT BUDGET=${BUDGET:-7m} \
+  TUNE_EXTRA="--confirm-rounds 2 --confirm-max-rounds 3 --confirm-top 1" \
+  "$SELF" tune-evidence > /tmp/tune-run.log 2>&1 &
+GPUS=1 LIMIT=$LIMIT "$SELF" grid > /tmp/grid-run.log 2>&1 &
+wait
+tail -n 30 /tmp/grid-run.log
+tail -n 60 /tmp/tune-run.log
+)
+
+cmd_tune_gpus() (
+export PYTHONUNBUFFERED=1
+R=/tmp/tune-gpus; mkdir -p "$R"
+"$SELF" install || exit 1
+S="--model resnet50 --batch-size 128 --space precision,channels_last --batch-sizes 128,256"
+S="$S --max-trials ${TRIALS:-8} --budget 10m --confirm-rounds 2 --confirm-max-rounds 2"
+S="$S --confirm-top 1"
+for gpus in 0 0,1; do
+  name=gpus-${gpus/,/-}
+  s=$SECONDS
+  python3 -m rocmdoctor tune $S --gpus "$gpus" --study "$name" \
+    --storage "sqlite:///$R/$name.db" --output "$R/$name.json" > "$R/$name.out" 2> "$R/$name.log"
+  echo "tune --gpus $gpus: exit $? after $((SECONDS - s)) s"
+  tail -n 25 "$R/$name.out"
+done
+[ -n "${OUT:-}" ] && tar czf "$OUT/tune-gpus.tgz" -C /tmp tune-gpus
+)
+
+cmd=${1:-}; shift || true
+case $cmd in
+install)
+  python3 -c "import rocmdoctor, optuna" 2>/dev/null && exit 0
+  python3 -m pip install -q --no-deps --no-index --upgrade .carry/wheels/*.whl 2>&1 | tail -2
+  python3 -m pip install -q --no-deps --no-build-isolation -e . 2>&1 | tail -2
+  python3 -c "import rocmdoctor, optuna, typer, rich, psutil; print('rocmdoctor', \
+rocmdoctor.__version__, 'optuna', optuna.__version__, 'typer', typer.__version__, \
+'psutil', psutil.__version__)" ;;
+checks)
+  n=${1:-3}
+  for i in $(seq "$n"); do
+    s=$(date +%s%N); python3 -m rocmdoctor check > "$OUT/check-$i.txt" 2>&1; rc=$?
+    c=$(( ($(date +%s%N) - s) / 1000000 ))
+    s=$(date +%s%N); python3 -c "import torch; torch.cuda.is_available()"
+    t=$(( ($(date +%s%N) - s) / 1000000 ))
+    echo "run $i: check exit $rc in $c ms; import torch in $t ms" | tee -a "$OUT/check-vs-torch.txt"
+  done ;;
+witness-start)
+  stat -c 'folder %n inode %i' "$PWD" | tee /tmp/witness.txt
+  setsid bash -c "cd '$PWD'; exec sleep 3000" < /dev/null > /dev/null 2>&1 &
+  echo "pid $!" | tee -a /tmp/witness.txt ;;
+witness-check)
+  cat /tmp/witness.txt; stat -c 'folder %n inode %i now' "$PWD"
+  pid=$(awk '/^pid/ {print $2}' /tmp/witness.txt)
+  echo "the witness's working folder: $(readlink "/proc/$pid/cwd")"
+  ( cd "/proc/$pid/cwd" && echo "in the old folder, this environment:" &&
+    python3 -c "import torch; print('import torch: ok', torch.__version__)"; echo "exit $?" )
+  ( cd "/proc/$pid/cwd" && echo "in the old folder, a clean environment:" &&
+    env -i PATH="$(dirname "$(command -v python3)"):/usr/bin:/bin" HOME="$HOME" \
+      python3 -c "import torch; print('import torch: ok')"
+    echo "exit $?" )
+  ( cd "$PWD" && echo "in the new folder:" &&
+    python3 -c "import torch; print('import torch: ok', torch.__version__)"; echo "exit $?" )
+  ;;
+start)
+  name=$1; shift; W=/tmp/rocmdoctor-$name
+  bash scripts/device.sh install || exit 1
+  mkdir -p "$W"
+  { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+    python3 -c 'import torch; print("torch", torch.__version__)'
+    echo "rocmdoctor tune $* --output tune.json --export best.env --html tune.html"
+    date -u +%FT%TZ; } > "$W/about.txt" 2>&1
+  cat "$W/about.txt"
+  PYTHONUNBUFFERED=1 setsid bash -c "cd '$PWD'; start=\$SECONDS; python3 -m rocmdoctor tune $* \
+    --verbose --output '$W/tune.json' --export '$W/best.env' --html '$W/tune.html' \
+    > '$W/summary.txt' 2> '$W/progress.txt'; echo \"exit \$? after \$((SECONDS - start)) s\" \
+    > '$W/done'" < /dev/null > /dev/null 2>&1 &
+  sleep 3
+  tune=$(pgrep -f "^python3 -m rocmdoctor tune" | head -1)
+  # beside the tune, every 5 s: its descriptors, threads, descendants, working folder, free
+  # memory, /dev/shm and the cache folder
+  setsid python3 - "$tune" "$W" > "$W/monitor.txt" 2>&1 < /dev/null <<'PY' &
+import os, shutil, subprocess, sys, time
+import psutil
+pid, folder = int(sys.argv[1]), sys.argv[2]
+tune, t0 = psutil.Process(pid), time.monotonic()
+def mb(path):
+    out = subprocess.run(["du", "-sm", path], capture_output=True, text=True).stdout
+    return (out.split() or ["?"])[0]
+while not os.path.exists(os.path.join(folder, "done")) and tune.is_running():
+    try:
+        cwd = os.readlink(f"/proc/{pid}/cwd")
+        kids = tune.children(recursive=True)
+        print(f"t={time.monotonic() - t0:.0f} fds={tune.num_fds()} threads={tune.num_threads()}"
+              f" descendants={len(kids)} cwd={'deleted' if cwd.endswith(' (deleted)') else 'alive'}"
+              f" memavail={psutil.virtual_memory().available >> 20}MB"
+              f" shm={mb('/dev/shm')}MB cache={mb(os.path.expanduser('~/.cache/rocmdoctor'))}MB",
+              flush=True)
+    except (psutil.Error, OSError) as exc:
+        print(f"t={time.monotonic() - t0:.0f} {exc}", flush=True)
+    time.sleep(5)
+PY
+  sleep 2; tail -3 "$W/progress.txt" ;;
+wait)
+  name=$1 limit=$2 start=$SECONDS; W=/tmp/rocmdoctor-$name
+  while [ ! -e "$W/done" ] && [ $((SECONDS - start)) -lt "$limit" ]; do sleep 5; done
+  tail -4 "$W/progress.txt"; tail -2 "$W/monitor.txt"
+  if [ -e "$W/done" ]; then
+    cat "$W/done" "$W/summary.txt"
+    tar czf "$OUT/$name.tar.gz" -C "$W" .
+  else
+    echo "still running after $((SECONDS - start)) s"
+  fi ;;
+evidence) cmd_evidence "$@" ;;
+bench) cmd_bench "$@" ;;
+grid) cmd_grid "$@" ;;
+multi) cmd_multi "$@" ;;
+overhead) cmd_overhead "$@" ;;
+round2) cmd_round2 "$@" ;;
+tune-evidence) cmd_tune_evidence "$@" ;;
+tune-beside-grid) cmd_tune_beside_grid "$@" ;;
+tune-gpus) cmd_tune_gpus "$@" ;;
+*)
+  sed -n '2,/^set -uo/p' "$0" | grep '^#'; exit 2 ;;
+esac

@@ -1,0 +1,124 @@
+"""The facts explain reads from a paste before matching (rocmdoctor.explain.paste): whole real
+pastes in, every fact they state asserted with its line; arbitrary text never raises."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rocmdoctor.explain.paste import (
+    Fact,
+    Frame,
+    PasteFacts,
+    is_amd_paste,
+    is_nvidia_paste,
+    read_facts,
+)
+from tests.helpers import fixture_text
+
+
+def facts_of(name: str) -> PasteFacts:
+    return read_facts(fixture_text("errors/" + name))
+
+
+def kinds(facts: PasteFacts, *names: str) -> list[tuple[str, str, str, int]]:
+    return [(f.kind, f.value, f.role, f.line) for f in facts.facts if f.kind in names]
+
+
+def test_a_collect_env_paste_gives_target_torch_rocm_and_both_tritons() -> None:
+    facts = facts_of("triton-cuda-on-rocm--vllm-mi300x-triton-330-beside-rocm-triton.txt")
+    assert kinds(facts, "gfx", "torch", "library") == [
+        ("torch", "2.7.0+rocm6.4.1.lw.git6fd40786", "gpu", 1),
+        ("gfx", "gfx942", "gpu", 3),
+        ("library", "pytorch-triton-rocm", "gpu", 5),
+        ("torch", "2.7.0+rocm6.4.1.lw.git6fd40786", "gpu", 6),
+        ("library", "triton", "gpu", 7)]
+    assert facts.values("rocm") == ("6.4.1", "6.4")
+    assert facts.os is None and is_amd_paste(facts) and not is_nvidia_paste(facts)
+
+
+def test_nvidia_smi_gives_the_driver_and_the_cuda_it_supports() -> None:
+    facts = facts_of("cuda-forward-compat--mistral-inference-driver-525-cuda12.txt")
+    assert kinds(facts, "driver", "driver_cuda", "cuda") == [
+        ("driver", "525.147.05", "gpu", 5), ("driver", "525.147.05", "gpu", 5),
+        ("driver_cuda", "12.0", "gpu", 5)]
+    assert is_nvidia_paste(facts) and not is_amd_paste(facts)
+
+
+def test_a_capability_warning_gives_the_gpu_and_the_build_range() -> None:
+    facts = facts_of("gpu-too-old--gb10-cc121-above-maximum-120-vllm.txt")
+    assert kinds(facts, "capability", "cc_min", "cc_max") == [
+        ("capability", "12.1", "gpu", 1), ("cc_min", "8.0", "build", 1),
+        ("cc_max", "12.0", "build", 1)]
+    assert facts.capability == (12, 1)
+
+
+def test_older_wordings_of_the_capability_and_its_minimum() -> None:
+    facts = facts_of("gpu-too-old--gt720-cc35-minimum-37-voice-changer.txt")
+    assert kinds(facts, "capability", "cc_min") == [("capability", "3.5", "gpu", 1),
+                                                    ("cc_min", "3.7", "build", 3)]
+
+
+def test_a_windows_traceback_gives_windows_the_app_and_the_raising_frame() -> None:
+    facts = facts_of("windows-torch-not-compiled-cuda--forge-classic-7900xt-conda-env.txt")
+    assert facts.os == "windows"
+    assert facts.first("os") == Fact(
+        "os", "windows", 2, r'File "E:\sd-webui-forge-classic\launch.py", line 52, in <module>')
+    assert facts.values("app") == ("stable-diffusion-webui",)
+    assert facts.frame == Frame(
+        r"C:\Users\*****\miniconda3\envs\neo\Lib\site-packages\torch\cuda\__init__.py", 403,
+        "_lazy_init", "torch", 9)
+
+
+def test_a_comfyui_traceback_raised_in_the_programs_own_file() -> None:
+    facts = facts_of("hipblaslt-unsupported-arch--comfyui-clip-encode-traceback.txt")
+    assert facts.os == "linux" and facts.values("library") == ("hipBLASLt",)
+    assert facts.values("app") == ("ComfyUI",)
+    assert facts.frame == Frame("/home/n/ComfyUI/comfy/sd.py", 125, "encode_from_tokens", None, 9)
+
+
+def test_pci_ids_and_addresses_of_an_aer_log() -> None:
+    facts = facts_of("pcie-link-errors--navi-upstream-bridge-badtlp-then-kiq-ring-fail.txt")
+    assert facts.values("pci_id") == ("1002:1478", "8086:9a01")
+    assert facts.values("pci_addr")[:3] == ("0000:00:01.0", "0000:01:00.0", "0000:03:00.0")
+
+
+def test_targets_a_build_lists_are_not_the_gpus() -> None:
+    text = ("export PYTORCH_ROCM_ARCH=gfx1030\n"
+            "hipv4-amdgcn-amd-amdhsa--gfx906 - [code object targetID is amdgcn-amd-amdhsa--gfx906]\n"
+            "rocBLAS error: Cannot read /opt/rocm/lib/rocblas/library/TensileLibrary_lazy_gfx1201.dat\n"
+            "HSA_OVERRIDE_GFX_VERSION=10.3.0 python main.py   # on a gfx120X-all index")
+    facts = read_facts(text)
+    assert kinds(facts, "gfx", "override") == [
+        ("gfx", "gfx1030", "build", 1), ("gfx", "gfx906", "build", 2),
+        ("gfx", "gfx906", "build", 2), ("gfx", "gfx1201", "gpu", 3),
+        ("override", "10.3.0", "gpu", 4)]
+    assert facts.gfx == ("gfx1201",)
+
+
+def test_wsl_wins_over_the_windows_paths_it_shows() -> None:
+    facts = read_facts("/mnt/c/Users/me/train.py\nLinux 5.15.153.1-microsoft-standard-WSL2")
+    assert facts.os == "wsl"
+
+
+def test_line_numbers_of_a_text_read_in_part() -> None:
+    facts = read_facts("hello\nHIP error on gfx1100", numbers=(10, 4711))
+    assert facts.first("gfx") == Fact("gfx", "gfx1100", 4711, "HIP error on gfx1100")
+
+
+@given(st.text(max_size=500))
+@settings(max_examples=300)
+def test_any_text_gives_facts_and_never_raises(text: str) -> None:
+    facts = read_facts(text)
+    assert isinstance(facts, PasteFacts)
+    lines = len(text.splitlines())
+    assert all(1 <= f.line <= max(lines, 1) for f in facts.facts)
+
+
+def test_a_windows_game_in_a_linux_kernel_log_is_linux() -> None:
+    facts = facts_of("amdgpu-mes-hang--steam-machine-navi33-mode1-reset.txt")
+    assert "WoWClassic.exe" in fixture_text(
+        "errors/amdgpu-mes-hang--steam-machine-navi33-mode1-reset.txt")
+    assert facts.os == "linux"
+    assert read_facts("Loaded C:\\Games\\app.exe").os == "windows"
+    assert read_facts("crash in game.exe").os == "windows"  # nothing says Linux
