@@ -34,12 +34,24 @@ class FleetInputError(Exception):
 
 
 @dataclass(frozen=True)
+class NodeFigure:
+    """One measured figure of `check --deep` as a node's report carries it."""
+
+    key: str
+    name: str
+    gpu: Optional[int]
+    value: float
+    unit: str
+
+
+@dataclass(frozen=True)
 class NodeCheck:
     id: str
     title: str
     status: str
     summary: str
     fix: Optional[Fix] = None
+    figures: tuple[NodeFigure, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -85,12 +97,27 @@ class Problem:
 
 
 @dataclass(frozen=True)
+class Measured:
+    """One measured figure across the nodes that have it: each node's slowest GPU, the median
+    node, and the nodes well below it."""
+
+    check: str
+    key: str
+    name: str
+    unit: str
+    values: tuple[tuple[str, float], ...]  # (node, its slowest GPU's value)
+    median: float
+    slow: tuple[tuple[str, float], ...]  # (node, value / median, as the better direction)
+
+
+@dataclass(frozen=True)
 class Fleet:
     nodes: tuple[NodeReport, ...]
     groups: tuple[Group, ...]
     columns: tuple[str, ...]
     problems: tuple[Problem, ...]
     unusable: tuple[tuple[str, str], ...] = ()
+    measured: tuple[Measured, ...] = ()
 
     @property
     def exit_code(self) -> int:
@@ -117,6 +144,21 @@ def _fix(value: Any) -> Optional[Fix]:
                    tuple(c for c in commands if isinstance(c, str)) if isinstance(
                        commands, list) else (),
                    value.get("needs_root") is True, value.get("needs_relogin") is True)
+
+
+def _figures(value: Any) -> tuple[NodeFigure, ...]:
+    out = []
+    for f in value if isinstance(value, list) else ():
+        if not isinstance(f, Mapping) or not _str(f.get("key")):
+            continue
+        v = f.get("value")
+        gpu = f.get("gpu")
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not v == v or v <= 0:
+            continue
+        out.append(NodeFigure(_str(f.get("key")), _str(f.get("name")) or _str(f.get("key")),
+                              gpu if isinstance(gpu, int) and not isinstance(gpu, bool) else None,
+                              float(v), _str(f.get("unit"))))
+    return tuple(out)
 
 
 def _machine(value: Any) -> dict[str, Any]:
@@ -151,7 +193,8 @@ def parse_report(data: Any, file: str) -> NodeReport:
             raise FleetInputError(file, f"checks[{i}] has no id or no known status")
         cid = _str(c["id"])
         checks.append(NodeCheck(cid, _str(c.get("title"), cid), c["status"],
-                                " ".join(_str(c.get("summary")).split()), _fix(c.get("fix"))))
+                                " ".join(_str(c.get("summary")).split()), _fix(c.get("fix")),
+                                _figures(c.get("figures"))))
     machine = _machine(data.get("machine"))
     node = machine.get("node", "").strip()
     return NodeReport(node if node not in UNNAMED else _stem(file), file,
@@ -262,11 +305,48 @@ def _problems(nodes: Sequence[NodeReport], ids: Sequence[str]) -> tuple[Problem,
     return tuple(out)
 
 
+# A node under 0.90 of the median node is slow: the pass line of the measured checks' own band
+# (rocmdoctor.kb.deep_rules.MEASURED), cards of one model differing by 5 % and more.
+SLOW_SHARE = 0.90
+LOWER_IS_BETTER = ("us",)  # units where a smaller figure is the better one
+
+
+def _measured(nodes: Sequence[NodeReport]) -> tuple[Measured, ...]:
+    """Per measured figure, each node's slowest GPU against the median node."""
+    import statistics
+
+    order: dict[tuple[str, str], tuple[str, str]] = {}
+    per_node: dict[tuple[str, str], dict[str, float]] = {}
+    for n in nodes:
+        for c in n.checks:
+            for f in c.figures:
+                key = (c.id, f.key)
+                order.setdefault(key, (f.name, f.unit))
+                lower = f.unit in LOWER_IS_BETTER
+                old = per_node.setdefault(key, {}).get(n.name)
+                worse = f.value if old is None else (max if lower else min)(old, f.value)
+                per_node[key][n.name] = worse
+    out = []
+    for (check, fig), (name, unit) in order.items():
+        values = per_node[(check, fig)]
+        if not values:
+            continue
+        median = statistics.median(values.values())
+        lower = unit in LOWER_IS_BETTER
+        shares = {node: (median / v if lower else v / median) for node, v in values.items()}
+        slow = tuple((node, shares[node]) for node in sorted(values, key=natural_key)
+                     if len(values) > 1 and shares[node] < SLOW_SHARE)
+        out.append(Measured(check, fig, name, unit,
+                            tuple((node, values[node]) for node in sorted(values, key=natural_key)),
+                            median, slow))
+    return tuple(out)
+
+
 def summarize(nodes: Iterable[NodeReport], unusable: Sequence[tuple[str, str]] = ()) -> Fleet:
     named = unique_names(nodes)
     columns = _columns(named)
     return Fleet(tuple(named), group_nodes(named), columns, _problems(named, columns),
-                 tuple((_clean(f), _clean(why)) for f, why in unusable))
+                 tuple((_clean(f), _clean(why)) for f, why in unusable), _measured(named))
 
 
 def counts(fleet: Fleet) -> dict[str, int]:

@@ -58,6 +58,33 @@ class Fix:
 
 
 @dataclass(frozen=True)
+class Reference:
+    """What a measured figure is judged against: a value, what it is, and its source."""
+
+    value: float
+    unit: str
+    what: str  # "the MAMF of an NVIDIA H100 SXM, mamf-finder.py ..." or "datasheet peak"
+    source: str  # URL
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One measured number of `check --deep`, with its unit, spread and reference."""
+
+    key: str  # stable across runs and nodes: "gemm:bf16", "memory:copy", "host:h2d"
+    name: str  # as printed: "bf16 GEMM 8192x8192x8192"
+    value: Optional[float]
+    unit: str
+    gpu: Optional[int] = None
+    spread_pct: Optional[float] = None  # (max - min) / median of the timed runs, in %
+    runs: int = 0
+    reference: Optional[Reference] = None
+    ratio: Optional[float] = None  # value / reference.value
+    verdict: Optional[str] = None  # pass, warn, fail; None: no reference, no verdict
+    spec: Optional[Reference] = None  # the datasheet figure, shown beside the reference
+
+
+@dataclass(frozen=True)
 class CheckResult:
     id: str
     title: str
@@ -71,6 +98,7 @@ class CheckResult:
     # For a check skipped because a prerequisite failed: the id of the failure at the root
     # of that chain (a check skipped for a skipped prerequisite names the same root).
     root_cause: Optional[str] = None
+    figures: tuple[Figure, ...] = ()  # what a measured check measured (`check --deep`)
 
 
 @dataclass(frozen=True)
@@ -107,6 +135,8 @@ class Check(ABC):
     uses_python: ClassVar[bool] = False
     # True for a check that runs only when asked for (it takes seconds: `--collectives`).
     opt_in: ClassVar[bool] = False
+    # "deep" for a measured check of `check --deep`, "stress" for `--stress` only.
+    level: ClassVar[str] = "quick"
     # Seconds the runner waits for it, when it needs longer than the runner's default.
     deadline_s: ClassVar[Optional[float]] = None
     # Ids of the checks whose facts this one builds on. When one of them fails or errors, this
@@ -128,6 +158,7 @@ class Check(ABC):
         findings: tuple[Finding, ...] | list[Finding] = (),
         fix: Optional[Fix] = None,
         source: Optional[str] = None,
+        figures: tuple[Figure, ...] | list[Figure] = (),
     ) -> CheckResult:
         return CheckResult(
             id=self.id,
@@ -138,6 +169,7 @@ class Check(ABC):
             fix=fix,
             source=source if source is not None else self.source,
             depends=self.depends,
+            figures=tuple(figures),
         )
 
     def passed(self, summary: str, findings: tuple[Finding, ...] | list[Finding] = (),

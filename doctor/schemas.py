@@ -13,3 +13,5 @@ TUNE = "rocmdoctor.tune/1"
 # Written by host/collectives_launch.py, a script that runs in the Python that trains without
 # importing rocmdoctor: it keeps its own copy, and a test holds the two equal.
 COLLECTIVES = "rocmdoctor.collectives/1"
+# Written by host/deep_child.py (`check --deep`), run the same way: its own copy, held equal.
+DEEP = "rocmdoctor.deep/1"

@@ -49,7 +49,7 @@ ALLOWED: dict[str, set[str]] = {
 # Modules that run by path in the Python that trains, without rocmdoctor importable there:
 # they start their own children (the ranks), inside the process group host/process.py gave them.
 STANDALONE = {"rocmdoctor.host.collectives_launch", "rocmdoctor.host.collectives_rank",
-              "rocmdoctor.host.probe_child"}
+              "rocmdoctor.host.probe_child", "rocmdoctor.host.deep_telemetry"}
 RUNNER = "rocmdoctor.host.process"
 
 

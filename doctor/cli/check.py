@@ -93,29 +93,69 @@ def _prefetch_libload(host: Host, checks: list[Check]) -> None:
         host.prefetch([LIBLOAD_TOOL], timeout=LIBLOAD_TIMEOUT_S)
 
 
+DEEP_HELP = ("Also measure each GPU (about 30 s a GPU): GEMM and convolution rates, memory "
+             "and host-link bandwidth, clocks under load, kernel launches, links between GPUs.")
+STRESS_HELP = ("Measure as --deep, then run the GEMM and bandwidth loops for DURATION (90s, 10m, "
+               "1h) and report errors, throttling and the slowest window; Ctrl-C ends it with "
+               "the figures so far.")
 ROCM_ROOT_HELP = ("Where ROCm is (default: $ROCM_PATH, $ROCM_HOME, $ROCM_DIR, the pip-installed "
                   "ROCm SDK, /opt/rocm, the newest /opt/rocm/core-X.Y).")
 
 
-def _select(only: list[str], skip: list[str], opt_in: bool) -> list[Check]:
+def _select(only: list[str], skip: list[str], opt_in: bool, deep: bool = False,
+            stress: bool = False) -> list[Check]:
     """The checks to run (--only with their prerequisites, less --skip); a word that matches
     no check is a usage error (exit 2)."""
-    from rocmdoctor.checks.registry import OPT_IN_CHECKS, all_checks
+    from rocmdoctor.checks.registry import (
+        DEEP_CHECKS,
+        OPT_IN_CHECKS,
+        STRESS_CHECKS,
+        all_checks,
+    )
     from rocmdoctor.runner import UnknownCheckError, select_checks
 
-    if not opt_in:  # skipping a check that only runs when asked for is already done
-        skip = [s for s in skip if s not in {c.id for c in OPT_IN_CHECKS}]
+    asked_for = [*(() if opt_in else OPT_IN_CHECKS), *(() if deep or stress else DEEP_CHECKS),
+                 *(() if stress else STRESS_CHECKS)]
+    # skipping a check that only runs when asked for is already done
+    skip = [s for s in skip if s not in {c.id for c in asked_for}]
     try:
-        return select_checks(all_checks(opt_in), only=only, skip=skip)
+        return select_checks(all_checks(opt_in, deep, stress), only=only, skip=skip)
     except UnknownCheckError as exc:
         raise fail(str(exc)) from None
 
 
 def _run_report(host: Host, checks: list[Check], timeout: Optional[float] = None) -> Report:
-    """Run the checks; the runner's deadline stays above the probe's own timeout."""
+    """Run the checks; the runner's deadline stays above the probe's own timeout, and above
+    the measured run's (--deep, --stress) when one is among them."""
     from rocmdoctor.runner import run_selected
 
-    return run_selected(host, checks, min_timeout_s=_limits(timeout)[1] + 30)
+    least = _limits(timeout)[1] + 30
+    if any(c.level != "quick" for c in checks):
+        from rocmdoctor.cli.deep import collapse_skips, interrupts_end_the_run
+        from rocmdoctor.facts.deep import QUICK_S_PER_GPU, START_S
+
+        least = max(least, START_S + QUICK_S_PER_GPU * 8 + host.deep_stress_s * 1.1 + 90)
+        with interrupts_end_the_run():
+            return collapse_skips(run_selected(host, checks, min_timeout_s=least))
+    return run_selected(host, checks, min_timeout_s=least)
+
+
+def _levels(deep: bool, stress: Optional[str], only: list[str]) -> tuple[bool, float]:
+    """(whether the measured checks run, the stress loop's seconds): --deep, --stress, or a
+    measured check named in --only."""
+    if stress is None and not deep and not only:
+        return False, 0.0
+    from rocmdoctor.cli.deep import DEEP_IDS, STRESS_IDS, named, parse_duration
+
+    seconds = 0.0
+    if stress is not None:
+        try:
+            seconds = parse_duration(stress)
+        except ValueError as exc:
+            raise fail(str(exc)) from None
+    elif named(only, STRESS_IDS):
+        raise fail("the stress check runs with --stress DURATION (for example --stress 10m)")
+    return deep or seconds > 0 or named(only, DEEP_IDS), seconds
 
 
 def _progress(host: Host, quiet: bool = False) -> Progress:
@@ -185,10 +225,13 @@ def check(
     ),
     rocm_root: Optional[str] = typer.Option(None, "--rocm-root", metavar="DIR",
                                             help=ROCM_ROOT_HELP),
+    deep: bool = typer.Option(False, "--deep", help=DEEP_HELP),
+    stress: Optional[str] = typer.Option(None, "--stress", metavar="DURATION", help=STRESS_HELP),
 ) -> None:
     """Inspect this machine (or a snapshot) and say what is wrong and how to fix it."""
     only_ids, skip_ids = _split_ids(only), _split_ids(skip)
     opt_in = _wants_opt_in(collectives, only_ids)
+    measured, stress_s = _levels(deep, stress, only_ids)
     if output is not None:  # reports/%N.json under srun: one file per node (docs/fleet.md)
         import os
         import platform
@@ -205,10 +248,11 @@ def check(
     early = from_file is None and not only_ids and not skip_ids
     host = _make_host(from_file, timeout, python, probe_now=True,
                       rocm_root=rocm_root) if early else None
-    checks = _select(only_ids, skip_ids, opt_in)
+    checks = _select(only_ids, skip_ids, opt_in, measured, stress_s > 0)
     probe = any(c.uses_python for c in checks)
     if host is None:
         host = _make_host(from_file, timeout, python, probe_now=probe, rocm_root=rocm_root)
+    host.deep_stress_s = stress_s
     if probe:
         _prefetch_libload(host, checks)
     with _progress(host, quiet):
@@ -246,15 +290,22 @@ def snapshot(
     ),
     rocm_root: Optional[str] = typer.Option(None, "--rocm-root", metavar="DIR",
                                             help=ROCM_ROOT_HELP),
+    deep: bool = typer.Option(False, "--deep", help="Also run (and record) the measured "
+                              "checks of check --deep."),
+    stress: Optional[str] = typer.Option(None, "--stress", metavar="DURATION",
+                                         help="Also run (and record) check --stress DURATION."),
 ) -> None:
     """Capture everything `check` reads, to replay it elsewhere with `check --from`."""
     from rocmdoctor.facts.collect_env import gather
     from rocmdoctor.host.snapshot import build_snapshot, save_snapshot
     from rocmdoctor.render.terminal import summary_line
 
+    measured, stress_s = _levels(deep, stress, [])
     host = _live_host(timeout, python, rocm_root=rocm_root)
+    host.deep_stress_s = stress_s
     with _progress(host):
-        report = _run_report(host, _select([], [], collectives), timeout)
+        report = _run_report(host, _select([], [], collectives, measured, stress_s > 0),
+                             timeout)
         gather(host)  # so that `report --from` shows the same raw facts
     data = build_snapshot(host, redact=not no_redact)
     try:
@@ -292,6 +343,8 @@ def report(
     ),
     rocm_root: Optional[str] = typer.Option(None, "--rocm-root", metavar="DIR",
                                             help=ROCM_ROOT_HELP),
+    deep: bool = typer.Option(False, "--deep", help="Include the measured checks (check "
+                              "--deep) and their figures."),
 ) -> None:
     """An issue-ready report of this machine (Markdown by default), safe to publish."""
     if fmt not in ("markdown", "text", "json"):
@@ -304,7 +357,7 @@ def report(
 
     host = _make_host(from_file, timeout, python, rocm_root=rocm_root)
     with _progress(host):
-        result = _run_report(host, _select([], [], collectives), timeout)
+        result = _run_report(host, _select([], [], collectives, deep), timeout)
         facts = report_facts(host, result.platform, result.tool_version)
     # Under sudo the account that trains is SUDO_USER, and findings name it: for_account
     # hides it too.

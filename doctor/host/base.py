@@ -205,6 +205,8 @@ class Host(ABC):
         self._memo_lock = threading.Lock()
         # `--rocm-root`: where the user says ROCm is (facts/rocm_version.py reads it first).
         self.rocm_root = rocm_root
+        # `check --stress SECONDS`: how long the measured run's stress loop lasts (facts/deep.py).
+        self.deep_stress_s = 0.0
 
     # --- facts -------------------------------------------------------------------------
     @property

@@ -26,6 +26,7 @@ from rocmdoctor.host import (
     UserInfo,
     command_key,
 )
+from rocmdoctor.host.deep import DEEP_SCRIPT, DEEP_TOOL, run_deep
 from rocmdoctor.host.process import run_command
 from rocmdoctor.redact import Redactor
 
@@ -134,15 +135,21 @@ class LiveHost(Host):
         self._wait_ids = itertools.count()
 
     @contextlib.contextmanager
-    def _waiting(self, what: str) -> Iterator[None]:
+    def _waiting(self, what: str) -> Iterator[int]:
         ticket = next(self._wait_ids)
         with self._waits_lock:
             self._waits[ticket] = (what, time.monotonic())
         try:
-            yield
+            yield ticket
         finally:
             with self._waits_lock:
                 self._waits.pop(ticket, None)
+
+    def _relabel(self, ticket: int, label: str) -> None:
+        """What a running wait is waiting for now (the deep child's stage), same start."""
+        with self._waits_lock:
+            if ticket in self._waits:
+                self._waits[ticket] = (f"the measured checks: {label}", self._waits[ticket][1])
 
     def waiting_on(self) -> list[tuple[str, float]]:
         with self._waits_lock:
@@ -171,8 +178,12 @@ class LiveHost(Host):
         limit = self.command_timeout if timeout is None else timeout
 
         def execute() -> CommandResult:
-            with self._waiting(key):
-                result = run_command(self._resolve(argv), limit, self._environ)
+            with self._waiting(key) as ticket:
+                if argv and argv[0] == DEEP_TOOL:  # progress from the child as it runs
+                    result = run_deep(self._resolve(argv), limit, self._environ,
+                                      lambda label: self._relabel(ticket, label))
+                else:
+                    result = run_command(self._resolve(argv), limit, self._environ)
             with self.recording.lock:
                 self.recording.commands[key] = result.to_dict()
             return result
@@ -187,11 +198,13 @@ class LiveHost(Host):
 
     def _resolve(self, argv: Sequence[str]) -> list[str]:
         """Our own tools run in the Python that trains; their snapshot key stays the name."""
-        if argv and argv[0] in (COLLECTIVES_TOOL, LIBLOAD_TOOL):
+        if argv and argv[0] in (COLLECTIVES_TOOL, LIBLOAD_TOOL, DEEP_TOOL):
             python = self._python_executable or (self.python() or {}).get(
                 "executable") or sys.executable
             if argv[0] == COLLECTIVES_TOOL:
                 return [str(python), COLLECTIVES_SCRIPT, *argv[1:]]
+            if argv[0] == DEEP_TOOL:  # dies with rocmdoctor too (deep_child.die_with_parent)
+                return [str(python), DEEP_SCRIPT, "--parent-pid", str(os.getpid()), *argv[1:]]
             # the library-load child dies with rocmdoctor (PR_SET_PDEATHSIG), as the probe does
             return [str(python), LIBLOAD_SCRIPT, "--parent-pid", str(os.getpid()), *argv[1:]]
         return list(argv)

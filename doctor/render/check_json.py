@@ -7,13 +7,26 @@ from collections.abc import Mapping
 from typing import Any, Optional
 
 from rocmdoctor import schemas
-from rocmdoctor.model import CheckResult, Report
+from rocmdoctor.model import CheckResult, Figure, Reference, Report
 
 SCHEMA = schemas.CHECK
 
 
+def _reference(ref: Optional[Reference]) -> Optional[dict[str, Any]]:
+    return None if ref is None else {"value": round(ref.value, 4), "unit": ref.unit,
+                                     "what": ref.what, "source": ref.source}
+
+
+def figure_to_dict(f: Figure) -> dict[str, Any]:
+    """A measured figure (`check --deep`): value, unit, spread, reference and its source."""
+    return {"key": f.key, "name": f.name, "gpu": f.gpu, "value": f.value, "unit": f.unit,
+            "spread_pct": f.spread_pct, "runs": f.runs, "reference": _reference(f.reference),
+            "ratio": None if f.ratio is None else round(f.ratio, 4), "verdict": f.verdict,
+            "spec": _reference(f.spec)}
+
+
 def result_to_dict(r: CheckResult) -> dict[str, Any]:
-    return {
+    data = {
         "id": r.id,
         "title": r.title,
         "status": r.status.value,
@@ -32,6 +45,9 @@ def result_to_dict(r: CheckResult) -> dict[str, Any]:
         "depends": list(r.depends),
         "root_cause": r.root_cause,
     }
+    if r.figures:  # an addition of check --deep; absent elsewhere
+        data["figures"] = [figure_to_dict(f) for f in r.figures]
+    return data
 
 
 def report_to_dict(report: Report,

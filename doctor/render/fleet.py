@@ -124,6 +124,29 @@ def _problem_lines(fleet: Fleet, md: bool) -> list[str]:
     return out
 
 
+def _figure(value: float, unit: str) -> str:
+    return (f"{value:,.0f}" if value >= 1000 else f"{value:.1f}" if value >= 10 else
+            f"{value:.2f}") + f" {unit}"
+
+
+def _measured_lines(fleet: Fleet, md: bool) -> list[str]:
+    """Each measured figure's median node, and the nodes well below it (`check --deep`)."""
+    if not fleet.measured:
+        return []
+    out = ["", "### Measured (check --deep)", ""] if md else ["", "Measured (check --deep)"]
+    head, esc = ("- ", _md) if md else ("  ", str)
+    for m in fleet.measured:
+        name = f"**{m.check}**" if md else m.check
+        line = (f"{head}{name} {esc(m.name)}: median {_figure(m.median, m.unit)} over "
+                f"{_n(len(m.values), 'node')}")
+        if m.slow:
+            line += "; slow: " + ", ".join(
+                f"{esc(node)} {_figure(dict(m.values)[node], m.unit)} ({share * 100:.0f} %)"
+                for node, share in m.slow)
+        out.append(line)
+    return out
+
+
 def render_text(fleet: Fleet) -> str:
     ref = reference_label(fleet)
     out = [f"rocmdoctor fleet · {_n(len(fleet.nodes), 'node')}", "", "Versions"]
@@ -139,6 +162,7 @@ def render_text(fleet: Fleet) -> str:
         out.append(f"  {n.name:<{width}}  " + " ".join(f"{m:>2}" for m in marks))
     out.extend(f"  {i + 1:>2} {c}" for i, c in enumerate(fleet.columns))
     out += _problem_lines(fleet, md=False)
+    out += _measured_lines(fleet, md=False)
     if fleet.unusable:
         out += ["", "Unusable files"] + [f"  {f}: {why}" for f, why in fleet.unusable]
     return "\n".join(out + ["", summary_line(fleet)]) + "\n"
@@ -157,6 +181,7 @@ def render_markdown(fleet: Fleet) -> str:
         marks = [MD_MARK.get(n.status(c) or "", NOT_RUN) for c in fleet.columns]
         out.append(f"| {_md(n.name)} | " + " | ".join(marks) + " |")
     out += _problem_lines(fleet, md=True)
+    out += _measured_lines(fleet, md=True)
     if fleet.unusable:
         out += ["", "### Unusable files", ""] + [f"- `{f}`: {_md(w)}" for f, w in fleet.unusable]
     return "\n".join(out) + "\n"
@@ -188,6 +213,10 @@ def fleet_to_dict(fleet: Fleet) -> dict[str, Any]:
                                     for s, t, v in p.summaries],
                       "fixes": [fix(f, v) for f, v in p.fixes]} for p in fleet.problems],
         "unusable": [{"file": f, "error": why} for f, why in fleet.unusable],
+        **({"measured": [{"check": m.check, "key": m.key, "name": m.name, "unit": m.unit,
+                          "median": m.median, "nodes": dict(m.values),
+                          "slow": [{"node": n, "share": round(s, 4)} for n, s in m.slow]}
+                         for m in fleet.measured]} if fleet.measured else {}),
     }
 
 

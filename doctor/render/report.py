@@ -46,6 +46,26 @@ def _problem_lines(report: Report) -> list[str]:
     return out
 
 
+def _measured_lines(report: Report) -> list[str]:
+    """The figures of `check --deep`, when it ran: value, spread, reference (linked) and the
+    verdict of each."""
+    rows = [(r, f) for r in report.results for f in r.figures]
+    if not rows:
+        return []
+    out = ["### Measured (check --deep)", "",
+           "| GPU | check | figure | value | spread | reference | share | verdict |",
+           "|---|---|---|---|---|---|---|---|"]
+    for r, f in rows:
+        value = "not measured" if f.value is None else f"{f.value:,.4g} {f.unit}"
+        spread = f"{f.spread_pct:.1f} %" if f.spread_pct is not None else ""
+        ref = (f"[{f.reference.value:,.4g} {f.reference.unit}]({f.reference.source})"
+               if f.reference else "no reference for this card")
+        ratio = f"{f.ratio * 100:.0f} %" if f.ratio is not None else ""
+        out.append(f"| {'' if f.gpu is None else f.gpu} | {r.id} | {f.name.replace('|', '/')} | "
+                   f"{value} | {spread} | {ref} | {ratio} | {f.verdict or 'no verdict'} |")
+    return out + [""]
+
+
 def raw_sections(facts: ReportFacts, redactor: Redactor) -> list[RawSection]:
     sections = list(facts.sections)
     env_text = "\n".join(f"{k}={redactor.env_value(k, v)}" for k, v in facts.env)
@@ -74,6 +94,7 @@ def render_markdown(
     summary = ", ".join(f"{n} {s}" for s, n in report.summary().items())
     head += [f"### Checks: {summary}", ""]
     head += _problem_lines(report)
+    head += _measured_lines(report)
     table = ["<details><summary>All checks</summary>", "", "| check | status | summary |",
              "|---|---|---|"]
     table += [f"| {r.id} | {MARK[r.status]} {r.status.value} | {r.summary.replace('|', '/')} |"

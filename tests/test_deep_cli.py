@@ -1,0 +1,136 @@
+"""`rocmdoctor check --deep` and `--stress` as users run them, in a subprocess: on this machine
+(no GPU: one line, exit 0), on CPU test devices (the real child), from a snapshot with a
+recorded GPU run, and Ctrl-C during a stress run."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.deep_runs import command, recorded
+
+pytestmark = pytest.mark.e2e
+MEASURED = ("gemm-rate", "conv-rate", "memory-bandwidth", "host-link", "clocks-under-load",
+            "kernel-launch", "gpu-links", "stress")
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ROCMDOCTOR_")}
+    env.pop("CUDA_LAUNCH_BLOCKING", None)
+    env.update(extra)
+    return env
+
+
+def rocmdoctor(*args: str, env: dict[str, str] | None = None,
+               timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "rocmdoctor", *args], capture_output=True,
+                          text=True, timeout=timeout, env=env or _env(),
+                          stdin=subprocess.DEVNULL)
+
+
+def _cpu(**extra: str) -> dict[str, str]:
+    return _env(ROCMDOCTOR_TESTING="1", ROCMDOCTOR_DEEP_CPU="1", **extra)
+
+
+def test_deep_on_a_machine_without_a_gpu_says_so_in_one_line_and_exits_0() -> None:
+    import torch
+
+    r = rocmdoctor("check", "--deep")
+    assert r.returncode == 0, r.stdout + r.stderr
+    lines = [ln for ln in r.stdout.splitlines() if ln.startswith("[")]
+    deep = [ln for ln in lines if " deep " in ln]
+    assert deep == [f"[-] deep                no GPU here (torch {torch.__version__} sees none): "
+                    "nothing to measure"]
+    assert not [ln for ln in lines if any(f" {cid} " in ln for cid in MEASURED)]
+
+
+def test_deep_json_carries_the_figures_of_a_real_run() -> None:
+    r = rocmdoctor("check", "--deep", "--json", "--only", "gemm-rate,memory-bandwidth",
+                   env=_cpu())
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    ids = [c["id"] for c in data["checks"]]
+    assert ids == ["deep", "gemm-rate", "memory-bandwidth"]
+    gemm = next(c for c in data["checks"] if c["id"] == "gemm-rate")
+    assert [f["key"] for f in gemm["figures"]] == ["gemm:bf16", "gemm:fp32"]
+    assert all(f["unit"] == "TFLOP/s" and f["value"] > 0 and f["runs"] >= 2
+               and f["reference"] is None and f["verdict"] is None for f in gemm["figures"])
+    assert gemm["status"] == "skip" and gemm["summary"].endswith(
+        "no reference for this card: no verdict")
+
+
+def test_a_run_over_two_seconds_shows_progress_on_stderr() -> None:
+    r = rocmdoctor("check", "--deep", "--only", "deep", env=_cpu())
+    assert r.returncode == 0
+    assert "rocmdoctor: waiting for the measured checks: GPU 0 (CPU (test device)): " in r.stderr
+
+
+def test_a_recorded_gpu_run_replays_from_a_snapshot(tmp_path: Path) -> None:
+    with gzip.open("tests/fixtures/h200-snapshot.json.gz", "rt", encoding="utf-8") as fh:
+        snap = json.load(fh)
+    snap["commands"]["rocmdoctor-deep"] = command(recorded("h200-quick.json"))
+    path = tmp_path / "h200-deep.json"
+    path.write_text(json.dumps(snap), encoding="utf-8")
+    r = rocmdoctor("check", "--from", str(path), "--deep", "--only", "gemm-rate")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert ("[✓] gemm-rate  GPU 0 NVIDIA H200: bf16 781.9 TFLOP/s, 98 % of 794.5 TFLOP/s"
+            in r.stdout.splitlines())
+    r = rocmdoctor("check", "--from", str(path), "--only", "gemm-rate")  # no --deep: asked by id
+    assert "gemm-rate" in r.stdout
+    plain = rocmdoctor("check", "--from", str(path), "--json")
+    assert "gemm-rate" not in plain.stdout  # without --deep the measured checks do not run
+
+
+def test_a_snapshot_records_the_run_and_replays_it(tmp_path: Path) -> None:
+    path = tmp_path / "snap.json.gz"
+    r = rocmdoctor("snapshot", "--deep", "-o", str(path), env=_cpu())
+    assert r.returncode == 0, r.stderr
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        recorded_run = json.loads(json.load(fh)["commands"]["rocmdoctor-deep"]["stdout"])
+    assert recorded_run["schema"] == "rocmdoctor.deep/1" and recorded_run["gpus"]
+    live = recorded_run["gpus"][0]["gemm"][0]["tflops"]["median"]
+    replay = rocmdoctor("check", "--from", str(path), "--deep", "--json", env=_cpu())
+    gemm = next(c for c in json.loads(replay.stdout)["checks"] if c["id"] == "gemm-rate")
+    assert gemm["figures"][1]["value"] == live  # fp32 is measured first, listed after bf16
+
+
+@pytest.mark.parametrize("duration", ["1x", "0", "-5m", "soon"])
+def test_a_bad_duration_is_one_line_and_exit_2(duration: str) -> None:
+    r = rocmdoctor("check", "--stress", duration)
+    assert r.returncode == 2
+    assert r.stderr.strip().splitlines()[-1] == (
+        f"rocmdoctor: error: --stress {duration!r}: give a duration such as 90s, 10m or 1h")
+
+
+def test_the_stress_check_needs_a_duration() -> None:
+    r = rocmdoctor("check", "--only", "stress")
+    assert r.returncode == 2
+    assert r.stderr.strip().splitlines()[-1] == (
+        "rocmdoctor: error: the stress check runs with --stress DURATION (for example --stress "
+        "10m)")
+
+
+def test_ctrl_c_ends_the_stress_run_with_the_figures_so_far() -> None:
+    proc = subprocess.Popen([sys.executable, "-m", "rocmdoctor", "check", "--stress", "5m",
+                             "--only", "stress,gemm-rate"], env=_cpu(), text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL)
+    time.sleep(12)  # the quick measurements, then the stress loop
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=90)
+    assert "stopping the measurements; the figures so far follow" in err
+    lines = out.splitlines()
+    stress = " ".join(out[out.index("[✓] stress"):].split("\n\n")[0].split())
+    assert stress.startswith("[✓] stress 1 GPU(s), ")
+    assert stress.endswith("s: no errors, no throttling, no slow window (interrupted: the "
+                           "figures so far)")
+    assert any(ln.startswith("[✓] deep") for ln in lines)
+    assert proc.returncode == 0
