@@ -247,7 +247,10 @@ def test_bad_spec_is_an_error_without_a_child() -> None:
     assert outcome.message == (
         "unknown precision 'fp8' (one of fp32, fp32-strict, tf32, bf16, fp16); unknown setting "
         "'warp_speed' (known: compile_mode, cpu_time_s, cudnn_benchmark, cudnn_enabled, deterministic, "
-        "extras, matmul_precision, mfu, min_warmup_s, miopen_immediate, num_threads, optimizer_impl, power_hz, preferred_blas, rocm_fa_library, sdpa_backend, seed, tf32)")
+        "extras, gpu_decode, loader_channels_last, matmul_precision, mfu, min_warmup_s, "
+        "miopen_immediate, num_threads, num_workers, optimizer_impl, persistent_workers, "
+        "pin_memory, power_hz, preferred_blas, prefetch_factor, rocm_fa_library, sdpa_backend, "
+        "seed, tf32)")
 
 
 def test_worker_itself_rejects_unknown_settings() -> None:

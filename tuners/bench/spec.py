@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 BUILTIN_MODELS = ("resnet50", "vit_b_16", "gpt2", "tinycnn")
+IMAGE_MODELS = ("resnet50", "vit_b_16", "tinycnn")
 # fp32 = PyTorch's defaults (cuDNN convolutions may use TF32, matmuls do not);
 # fp32-strict = TF32 off everywhere; tf32 = TF32 on everywhere.
 PRECISIONS = ("fp32", "fp32-strict", "tf32", "bf16", "fp16")
@@ -47,6 +48,17 @@ SETTINGS: dict[str, tuple[type, str]] = {
                             "clocks ramp up again after a long compile or find"),
     "extras": (bool, "False skips FLOP counting, the GEMM peak and power sampling: a fast "
                      "probe (--find-max-batch uses it); default True"),
+    "num_workers": (int, "with --data: DataLoader(num_workers=): processes decoding images "
+                         "(0: in the training process, PyTorch's default)"),
+    "pin_memory": (bool, "with --data: DataLoader(pin_memory=): batches in page-locked memory, "
+                         "copied to the GPU asynchronously"),
+    "persistent_workers": (bool, "with --data: DataLoader(persistent_workers=): the workers "
+                                 "live across epochs"),
+    "prefetch_factor": (int, "with --data: DataLoader(prefetch_factor=): batches each worker "
+                             "prepares ahead (default 2)"),
+    "gpu_decode": (bool, "with --data: decode the JPEGs on the GPU "
+                         "(torchvision.io.decode_jpeg(device=...)) instead of in the loader"),
+    "loader_channels_last": (bool, "with --data: the loader hands channels_last batches"),
     "cpu_time_s": (float, "on the CPU, hold warm-up and measurement to about this many seconds "
                           "(fewer measured steps than `steps`, at least 3; 0 or unset: all "
                           "steps); bench and tune set 20 unless --steps is given"),
@@ -93,10 +105,15 @@ class BenchSpec:
     image_size: int = 224
     seq_len: int = 512
     settings: Mapping[str, Any] = field(default_factory=dict)
+    # An ImageFolder-style folder of JPEG/PNG files to train on ("": synthetic tensors made
+    # on the device); image models only
+    data: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         out["settings"] = dict(self.settings)
+        if not self.data:  # tune/1 and bench/1 as they were before real data
+            del out["data"]
         return out
 
     @classmethod
@@ -134,6 +151,11 @@ class BenchSpec:
         for name in ("channels_last", "compile"):
             if not isinstance(getattr(self, name), bool):
                 out.append(f"{name} must be true or false")
+        if not isinstance(self.data, str):
+            out.append("data must be a folder's path")
+        elif self.data and self.model not in IMAGE_MODELS:
+            out.append(f"--data takes images: it works with the image models "
+                       f"({', '.join(IMAGE_MODELS)}), not {self.model}")
         out.extend(settings_problems(self.settings))
         return out
 

@@ -38,6 +38,8 @@ class Training:
     attention: Callable[[], contextlib.AbstractContextManager[Any]]
     applied: dict[str, Any]
     unsupported: dict[str, str]
+    channels_last: bool = False
+    feed: Optional[Any] = None  # rocmdoctor.tuners.bench.feed.Feed with --data
 
     @property
     def cuda(self) -> bool:
@@ -74,13 +76,27 @@ def prepare(torch: Any, spec: BenchSpec) -> Training:
     runner: Callable[..., Any] = model
     if spec.compile:
         runner = torch.compile(model, mode=spec.settings.get("compile_mode", "default"))
+    feed = _feed(torch, device, spec, work.classes) if spec.data else None
     return Training(
         torch=torch, device=device, work=work, model=model, inputs=inputs, targets=targets,
         optimizer=optimizer, runner=runner,
         amp={"bf16": torch.bfloat16, "fp16": torch.float16}.get(spec.precision),
         scaler=torch.amp.GradScaler(device.type) if spec.precision == "fp16" else None,
         attention=sdpa_context(torch, spec.settings.get("sdpa_backend"), unsupported),
-        applied=applied, unsupported=unsupported)
+        applied=applied, unsupported=unsupported, channels_last=spec.channels_last, feed=feed)
+
+
+def _feed(torch: Any, device: Any, spec: BenchSpec, classes: int) -> Any:
+    """Batches from the --data folder with the spec's loader settings."""
+    from rocmdoctor.tuners.bench.data import DataError, LoaderSettings
+    from rocmdoctor.tuners.bench.feed import Feed
+
+    try:
+        return Feed.of(torch, device, spec.data, spec.batch_size, spec.image_size,
+                       LoaderSettings.of(spec.settings), classes or 1000,
+                       int(spec.settings.get("seed", 0)))
+    except DataError as exc:
+        raise SetupError(str(exc)) from None
 
 
 def step_of(t: Training, fault: str) -> Callable[[], None]:
@@ -88,9 +104,15 @@ def step_of(t: Training, fault: str) -> Callable[[], None]:
         if fault == "oom":
             raise getattr(t.torch, "OutOfMemoryError", MemoryError)(
                 "injected out of memory (ROCMDOCTOR_TEST_FAULT=oom)")
+        inputs, targets, begun = t.inputs, t.targets, None
+        if t.feed is not None:  # a real batch each step, its wait and compute timed apart
+            inputs, targets = t.feed.next()
+            if t.channels_last and inputs.dim() == 4:
+                inputs = inputs.contiguous(memory_format=t.torch.channels_last)
+            begun = t.feed.start()
         t.optimizer.zero_grad(set_to_none=True)
         with t.autocast(), t.attention():
-            loss = t.work.loss_fn(t.runner(t.inputs), t.targets)
+            loss = t.work.loss_fn(t.runner(inputs), targets)
         if t.scaler is not None:  # GradScaler.step syncs the host once per step (found_inf)
             t.scaler.scale(loss).backward()
             t.scaler.step(t.optimizer)
@@ -98,6 +120,8 @@ def step_of(t: Training, fault: str) -> Callable[[], None]:
         else:
             loss.backward()
             t.optimizer.step()
+        if t.feed is not None:
+            t.feed.end(begun)
     return step
 
 

@@ -84,6 +84,10 @@ def main() -> int:
         emit({"event": "error", "message": str(exc)})
         return EXIT_ERROR
     except BaseException as exc:  # noqa: BLE001 - classify, then re-raise the rest
+        unreadable = data_problem(exc)
+        if unreadable is not None:  # an image a DataLoader worker could not decode
+            emit({"event": "error", "message": unreadable})
+            return EXIT_ERROR
         if not is_oom(exc):
             raise
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
@@ -93,6 +97,18 @@ def main() -> int:
         return EXIT_OOM
     emit({"event": "result", "result": result})
     return 0
+
+
+def data_problem(exc: BaseException) -> Optional[str]:
+    """The one line of a --data problem raised in the loader (in a DataLoader worker it comes
+    back wrapped, its own message on the last line), or None."""
+    from rocmdoctor.tuners.bench.data import DataError
+
+    text = str(exc).strip()
+    if not isinstance(exc, DataError) and "DataError: " not in text:
+        return None
+    last = text.splitlines()[-1] if text else ""
+    return last.split("DataError: ", 1)[-1] or type(exc).__name__
 
 
 def _protocol_stream() -> IO[str]:
@@ -135,6 +151,20 @@ def _flops_and_peak(t: training.Training, spec: BenchSpec) -> tuple[dict[str, An
             {"tflops": None, "reason": skipped})
 
 
+def _data_figures(t: training.Training, spec: BenchSpec, warmed: int, wall_s: float
+                  ) -> dict[str, Any]:
+    """The input pipeline of a --data run: the folder, the loader, and the measured steps'
+    split between waiting for data and computing."""
+    from rocmdoctor.tuners.bench.data import LoaderSettings
+
+    feed = t.feed
+    assert feed is not None
+    return {"path": spec.data, "images": len(feed.loader.dataset),
+            "classes": len(feed.loader.dataset.classes),
+            "loader": LoaderSettings.of(spec.settings).dataloader_args(),
+            "gpu_decode": feed.settings.gpu_decode, "split": feed.split(warmed, wall_s)}
+
+
 def _run_warnings(stats: dict[str, Any], steps: int, spec: BenchSpec, held: Optional[float],
                   power_summary: dict[str, Any]) -> list[str]:
     warnings = [w for w in (noise_warning(stats),) if w]
@@ -167,6 +197,7 @@ def run(spec: BenchSpec, emit: Callable[[dict[str, Any]], None], fault: str) -> 
     info = device_info(torch, t.device)
     sampler = _power_sampler(t, spec, info)
     step_s, windows = training.measure(t, steps, step, emit, unit_per_step)
+    data = None if t.feed is None else _data_figures(t, spec, len(warm), sum(step_s))
     power_summary = sampler.stop(samples_measured=spec.batch_size * steps)
     stats = step_stats(step_s, unit_per_step)
     flop_info, gemm = _flops_and_peak(t, spec)
@@ -188,6 +219,7 @@ def run(spec: BenchSpec, emit: Callable[[dict[str, Any]], None], fault: str) -> 
         "warmup": {"steps": len(warm), "requested_steps": spec.warmup, "first_step_s": warm[0],
                    "step_s": warm, "total_s": sum(warm)},
         "windows": windows,
+        **({"data": data} if data is not None else {}),
         "metrics": {"unit": t.work.unit, "timing": "device events" if t.cuda else "perf_counter",
                     **stats, "memory": _memory(torch, t.device, info, host_limit),
                     "power": power_summary, "flops": flop_info,

@@ -49,6 +49,7 @@ class Workload:
     optimizer_name: str = "SGD(lr=0.01, momentum=0.9)"
     source: str = ""
     notes: list[str] = field(default_factory=list)
+    classes: int = 0  # an image classifier's classes (labels of --data fold into them)
 
 
 class WorkloadError(Exception):
@@ -62,7 +63,7 @@ def build_workload(spec: BenchSpec) -> Workload:
         return _gpt2(spec)
     if spec.model == "tinycnn":
         return Workload(models.tiny_cnn(), _image_batch(spec.image_size, 10), F.cross_entropy,
-                        unit="images", source="rocmdoctor.tuners.bench.models")
+                        unit="images", source="rocmdoctor.tuners.bench.models", classes=10)
     return _user(spec.model, spec)
 
 
@@ -96,7 +97,7 @@ def _vision(spec: BenchSpec) -> Workload:
         model = models.resnet50() if spec.model == "resnet50" else models.vit_b_16(
             image_size=spec.image_size)
     return Workload(model, _image_batch(spec.image_size, 1000), F.cross_entropy, unit="images",
-                    source=source, notes=notes)
+                    source=source, notes=notes, classes=1000)
 
 
 def _gpt2(spec: BenchSpec) -> Workload:
