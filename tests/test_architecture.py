@@ -9,6 +9,8 @@ under `if TYPE_CHECKING:` are for annotations only and do not count.
 from __future__ import annotations
 
 import ast
+import functools
+import re
 import statistics
 import subprocess
 import sys
@@ -179,6 +181,128 @@ def test_imports_for_annotations_only_do_not_count() -> None:
     assert imports_of(source, "rocmdoctor.model") == [
         Import("rocmdoctor.model", "typing", 1),
     ]
+
+
+# --- checks read facts, not the host ------------------------------------------------------------
+# A check learns about the machine only from a reader in facts/ (docs/architecture.md, "Where a
+# fact is read"): it hands its Host on to readers and touches nothing of it, so each fact has
+# one reader and the snapshot contract's keys are spelled in facts/ only. Every public member of
+# a Host counts (files, commands, stat, listdir, glob, statfs, the environment, the account,
+# the platform, the probe, the memo), and so do the modules that reach the machine without it.
+READS_THROUGH_FACTS = {"checks"}
+MACHINE_MODULES = {"os", "pathlib", "glob", "shutil", "io", "subprocess", "socket", "ctypes",
+                   "platform", "pwd", "grp", "tempfile", "psutil"}
+
+
+@functools.lru_cache(maxsize=1)
+def _modules() -> frozenset[str]:
+    return frozenset(all_sources())
+
+
+@functools.lru_cache(maxsize=1)
+def _host_members() -> frozenset[str]:
+    """Every public name a Host answers to: its methods and properties, and the attributes
+    the Host classes set on themselves (`self.recording = ...`)."""
+    from rocmdoctor.host import Host
+    from rocmdoctor.host.live import LiveHost
+    from rocmdoctor.host.snapshot import SnapshotHost
+
+    names = {n for cls in (Host, LiveHost, SnapshotHost) for n in dir(cls)}
+    for name in ("base", "live", "snapshot"):
+        tree = ast.parse((ROOT / "doctor" / "host" / f"{name}.py").read_text(encoding="utf-8"))
+        for cls in ast.walk(tree):
+            if isinstance(cls, ast.ClassDef) and cls.name in ("Host", "LiveHost", "SnapshotHost"):
+                names |= {n.attr for n in ast.walk(cls) if isinstance(n, ast.Attribute)
+                          and isinstance(n.value, ast.Name) and n.value.id == "self"
+                          and isinstance(n.ctx, ast.Store)}
+    return frozenset(n for n in names if not n.startswith("_"))
+
+
+def _names_host(annotation: ast.expr) -> bool:
+    return re.search(r"\bHost\b", ast.unparse(annotation)) is not None
+
+
+def _host_names(tree: ast.AST) -> set[str]:
+    """The names a Host is bound to: `host`, and every parameter annotated Host."""
+    names = {"host"}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            args = node.args
+            for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs):
+                if arg.annotation is not None and _names_host(arg.annotation):
+                    names.add(arg.arg)
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and \
+                _names_host(node.annotation):
+            names.add(node.target.id)
+    return names
+
+
+def host_reads(source: str, module: str) -> list[str]:
+    """Where a check reads the machine itself, as 'module:line what (rule)'."""
+    if part_of(module) not in READS_THROUGH_FACTS:
+        return []
+    tree = ast.parse(source)
+    hosts, members, modules = _host_names(tree), _host_members(), _modules()
+    bad = []
+    for node in ast.walk(tree):
+        where = f"{module}:{getattr(node, 'lineno', 0)}"
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and \
+                node.value.id in hosts and node.attr in members:
+            bad.append(f"{where} reads {node.value.id}.{node.attr} (ask a reader in facts/)")
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                node.func.id in ("open", "getattr") and (node.func.id == "open" or (
+                    node.args and isinstance(node.args[0], ast.Name)
+                    and node.args[0].id in hosts)):
+            bad.append(f"{where} calls {node.func.id}() (ask a reader in facts/)")
+    for imp in imports_of(source, module):
+        top = imp.target.split(".")[0]
+        if top in MACHINE_MODULES or (imp.target.startswith("rocmdoctor.host.")
+                                      and imp.target in modules):
+            bad.append(f"{module}:{imp.line} imports {imp.target} (ask a reader in facts/)")
+    return bad
+
+
+def test_checks_read_the_machine_only_through_facts() -> None:
+    found = [v for module, source in all_sources().items() for v in host_reads(source, module)]
+    assert found == []
+
+
+A_CHECK = "rocmdoctor.checks.planted"
+
+
+@pytest.mark.parametrize(("source", "read"), [
+    ("def run(self, host: Host) -> None:\n    return host.read_file('/proc/cmdline')\n",
+     "host.read_file"),
+    ("def run(self, host):\n    return host.run(['modinfo', '-n', 'amdgpu'])\n", "host.run"),
+    ("def applies(self, h: 'Host'):\n    return h.env.get('HIP_VISIBLE_DEVICES')\n", "h.env"),
+    ("def run(self, host: Host):\n    info = host.stat('/dev/kfd')\n", "host.stat"),
+    ("def run(self, host: Host):\n    return host.listdir('/sys/class/kfd')\n", "host.listdir"),
+    ("def run(self, host: Host):\n    return host.exists('/dev/dxg')\n", "host.exists"),
+    ("def run(self, host: Host):\n    return host.python()\n", "host.python"),
+    ("def run(self, host: Host):\n    return host.user.groups\n", "host.user"),
+    ("def run(self, host: Host):\n    return host.platform.kernel_release\n",
+     "host.platform"),
+    ("def run(self, host: Host):\n    return host.known('facts:libload')\n", "host.known"),
+    ("def run(self, host: Host):\n    return getattr(host, 'env')\n", "getattr()"),
+    ("def run(self, host):\n    return open('/etc/group').read()\n", "open()"),
+    ("import os\nHOME = os.environ.get('HOME')\n", "imports os"),
+    ("from pathlib import Path\n", "imports pathlib"),
+    ("from rocmdoctor.host.probe import run_probe\n", "imports rocmdoctor.host.probe"),
+])
+def test_a_check_that_reads_the_host_is_caught(source: str, read: str) -> None:
+    found = host_reads(source, A_CHECK)
+    assert len(found) == 1 and read in found[0] and "ask a reader in facts/" in found[0], found
+
+
+def test_a_check_that_asks_a_reader_passes() -> None:
+    source = ("from rocmdoctor.facts.boot import kernel_cmdline\n"
+              "from rocmdoctor.host import Host, PathInfo\n"
+              "def run(self, host: Host, info: PathInfo) -> bool:\n"
+              "    return bool(kernel_cmdline(host).nomodeset and info.readable)\n")
+    assert host_reads(source, A_CHECK) == []
+    # outside checks/ the readers themselves read the host
+    assert host_reads("def f(host):\n    return host.read_file('/proc/cmdline')\n",
+                      "rocmdoctor.facts.boot") == []
 
 
 def _loaded_by(code: str) -> set[str]:

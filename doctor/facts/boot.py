@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from rocmdoctor.host import Host
 from rocmdoctor.kb.boot import BLACKLIST_PARAMS, MODPROBE_GLOB
 
+CMDLINE_FILE = "/proc/cmdline"
+
 
 @dataclass(frozen=True)
 class CmdlineFacts:
@@ -64,5 +66,10 @@ def comment_out(lines: Sequence[ModprobeLine]) -> list[str]:
     return [f"sudo sed -i '{m.lineno}s/^/# /' {shlex.quote(m.path)}" for m in lines]
 
 
+def cmdline_text(host: Host) -> str:
+    """The kernel command line as /proc/cmdline gives it ("" when unreadable), read once."""
+    return host.memo("facts:cmdline", lambda: host.read_file(CMDLINE_FILE) or "")
+
+
 def kernel_cmdline(host: Host) -> CmdlineFacts:
-    return parse_cmdline(host.read_file("/proc/cmdline") or "")
+    return parse_cmdline(cmdline_text(host))

@@ -190,10 +190,22 @@ class GpuNodes:
     missing: tuple[str, ...]  # paths or globs absent
 
 
+def kfd_device(host: Host) -> Optional[PathInfo]:
+    """/dev/kfd's stat facts (None: it does not exist), read once."""
+    return host.memo("facts:kfd", lambda: host.stat(KFD))
+
+
+def render_devices(host: Host) -> tuple[tuple[str, PathInfo], ...]:
+    """(path, stat facts) of every /dev/dri/renderD* node, read once."""
+    return host.memo("facts:render-nodes", lambda: tuple(
+        (p, i) for p in host.glob(RENDER_GLOB) if (i := host.stat(p)) is not None))
+
+
 def gpu_nodes(host: Host, vendor: str) -> GpuNodes:
     if vendor == "amd":
-        present = [(p, i) for p in (KFD,) if (i := host.stat(p)) is not None]
-        renders = [(p, i) for p in host.glob(RENDER_GLOB) if (i := host.stat(p)) is not None]
+        kfd = kfd_device(host)
+        present = [(KFD, kfd)] if kfd is not None else []
+        renders = list(render_devices(host))
         missing = ([] if present else [KFD]) + ([] if renders else [RENDER_GLOB])
         return GpuNodes(vendor, tuple(present + renders), tuple(missing))
     present = [(p, i) for p in NVIDIA_NODES if (i := host.stat(p)) is not None]
