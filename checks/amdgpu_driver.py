@@ -24,7 +24,6 @@ from rocmdoctor.facts.amdgpu_module import (
 from rocmdoctor.facts.boot import (
     CmdlineFacts,
     ModprobeLine,
-    comment_out,
     kernel_cmdline,
     modprobe_lines,
 )
@@ -33,6 +32,7 @@ from rocmdoctor.facts.os_release import read_os_release
 from rocmdoctor.facts.platform import container_signals, is_wsl, kernel_release, not_rocm_reason
 from rocmdoctor.facts.secure_boot import secure_boot
 from rocmdoctor.facts.wsl import dxg_present
+from rocmdoctor.fixes import comment_out
 from rocmdoctor.host import Host
 from rocmdoctor.kb.boot import GRUB_COMMANDS
 from rocmdoctor.kb.kernel_log import AWS_MODULES_EXTRA, DEBIAN_SECUREBOOT, MODULE_SIGNING

@@ -17,10 +17,10 @@ from rocmdoctor.facts.container import (
     GpuNodes,
     container_info,
     gpu_nodes,
-    passthrough_fix,
     process_gids,
 )
 from rocmdoctor.facts.platform import gpu_vendors
+from rocmdoctor.fixes import passthrough_fix
 from rocmdoctor.host import Host, PathInfo
 from rocmdoctor.kb import containers as kb
 from rocmdoctor.model import Check, CheckResult, Finding, Status

@@ -17,12 +17,11 @@ from rocmdoctor.facts.container import (
     RENDER_GLOB,
     container_info,
     kfd_device,
-    passthrough_fix,
     render_devices,
-    sudo_note,
 )
 from rocmdoctor.facts.environment import environment
 from rocmdoctor.facts.platform import is_wsl, not_rocm_reason
+from rocmdoctor.fixes import passthrough_fix, sudo_note
 from rocmdoctor.host import Host, PathInfo
 from rocmdoctor.kb.containers import SUDOERS_ENV
 from rocmdoctor.model import Check, CheckResult, Finding, Fix, Status

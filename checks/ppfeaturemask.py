@@ -10,8 +10,9 @@ from __future__ import annotations
 from typing import Optional
 
 from rocmdoctor.facts.amdgpu_module import module_parameter, module_present, parameter_file
-from rocmdoctor.facts.boot import ModprobeLine, cmdline_text, comment_out, modprobe_lines
+from rocmdoctor.facts.boot import ModprobeLine, cmdline_text, modprobe_lines
 from rocmdoctor.facts.platform import is_wsl, not_rocm_reason
+from rocmdoctor.fixes import comment_out
 from rocmdoctor.host import Host
 from rocmdoctor.kb.boot import GRUB_COMMANDS
 from rocmdoctor.kb.ppfeatures import (

@@ -17,7 +17,6 @@ import shlex
 from typing import Optional
 
 from rocmdoctor.facts.amd_gpus import amd_gpus
-from rocmdoctor.facts.container import sudo_note
 from rocmdoctor.facts.libload import (
     BOUND,
     CONDA,
@@ -41,6 +40,7 @@ from rocmdoctor.facts.rocm_packages import device_package_gaps, shipped_targets
 from rocmdoctor.facts.torch import imported_skip_reason, probe_skip_reason, torch_info
 from rocmdoctor.facts.torch_wheel import rocm_index_line
 from rocmdoctor.facts.wsl import wsl_advice
+from rocmdoctor.fixes import sudo_note
 from rocmdoctor.host import Host
 from rocmdoctor.kb import containers as kb_containers
 from rocmdoctor.kb import rocm_sdk as kb_sdk

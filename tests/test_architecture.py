@@ -30,7 +30,8 @@ FOLDERS = {"doctor": "rocmdoctor", "checks": "rocmdoctor.checks", "tuners": "roc
 # package itself (`from rocmdoctor import __version__`), "schemas" the leaf that names formats.
 LEAVES = {"root", "schemas"}
 ALLOWED: dict[str, set[str]] = {
-    "checks": {"model", "host", "facts", "kb"} | LEAVES,
+    "checks": {"model", "host", "facts", "fixes", "kb"} | LEAVES,
+    "fixes": {"model", "host", "facts", "kb"} | LEAVES,
     "render": {"model", "fleet", "redact"} | LEAVES,
     "kb": {"model"},
     "facts": {"host", "kb", "model"} | LEAVES,
@@ -41,12 +42,12 @@ ALLOWED: dict[str, set[str]] = {
     "root": set(),
     "fleet": {"model"} | LEAVES,
     "runner": {"facts", "host", "model"} | LEAVES,
-    "explain": {"kb", "facts", "host", "model", "redact"} | LEAVES,
+    "explain": {"kb", "facts", "fixes", "host", "model", "redact"} | LEAVES,
     "tuners.bench": {"host", "facts", "kb", "model", "redact"} | LEAVES,
     "tuners": {"tuners.bench", "host", "facts", "kb", "model", "redact"} | LEAVES,
     "__main__": {"cli"},
-    "cli": {"checks", "render", "host", "facts", "kb", "model", "runner", "explain", "fleet",
-            "redact", "tuners", "tuners.bench"} | LEAVES,
+    "cli": {"checks", "render", "host", "facts", "fixes", "kb", "model", "runner", "explain",
+            "fleet", "redact", "tuners", "tuners.bench"} | LEAVES,
 }
 # Modules that run by path in the Python that trains, without rocmdoctor importable there:
 # they start their own children (the ranks), inside the process group host/process.py gave them.
@@ -167,6 +168,9 @@ def test_the_code_keeps_every_layer_rule() -> None:
      "tuners may import only"),
     ("rocmdoctor.tuners.knobs", "import subprocess\n", "child processes start through"),
     ("rocmdoctor.checks.x", "from checks.registry import all_checks\n", "import from rocmdoctor"),
+    ("rocmdoctor.facts.container", "from rocmdoctor.fixes import passthrough_fix\n",
+     "facts may import"),
+    ("rocmdoctor.fixes", "from rocmdoctor.checks import registry\n", "fixes may import only"),
 ])
 def test_a_broken_rule_is_caught(module: str, source: str, rule: str) -> None:
     sources = all_sources()
@@ -184,12 +188,13 @@ def test_imports_for_annotations_only_do_not_count() -> None:
 
 
 # --- checks read facts, not the host ------------------------------------------------------------
-# A check learns about the machine only from a reader in facts/ (docs/architecture.md, "Where a
-# fact is read"): it hands its Host on to readers and touches nothing of it, so each fact has
-# one reader and the snapshot contract's keys are spelled in facts/ only. Every public member of
+# A check (and a fix text checks share, in fixes.py) learns about the machine only from a reader
+# in facts/ (docs/architecture.md, "Where a fact is read"): it hands its Host on to readers and
+# touches nothing of it, so each fact has one reader and the snapshot contract's keys are
+# spelled in facts/ only. Every public member of
 # a Host counts (files, commands, stat, listdir, glob, statfs, the environment, the account,
 # the platform, the probe, the memo), and so do the modules that reach the machine without it.
-READS_THROUGH_FACTS = {"checks"}
+READS_THROUGH_FACTS = {"checks", "fixes"}
 MACHINE_MODULES = {"os", "pathlib", "glob", "shutil", "io", "subprocess", "socket", "ctypes",
                    "platform", "pwd", "grp", "tempfile", "psutil"}
 
@@ -303,6 +308,17 @@ def test_a_check_that_asks_a_reader_passes() -> None:
     # outside checks/ the readers themselves read the host
     assert host_reads("def f(host):\n    return host.read_file('/proc/cmdline')\n",
                       "rocmdoctor.facts.boot") == []
+
+
+def test_every_fix_text_in_fixes_is_shared_by_checks() -> None:
+    """fixes.py holds what several checks say; a fix one check gives lives in that check."""
+    sources = all_sources()
+    tree = ast.parse(sources["rocmdoctor.fixes"])
+    public = [n.name for n in tree.body if isinstance(n, ast.FunctionDef)
+              and not n.name.startswith("_")]
+    users = {name: sorted(m for m, src in sources.items() if part_of(m) == "checks" and any(
+        i.target == f"rocmdoctor.fixes.{name}" for i in imports_of(src, m))) for name in public}
+    assert public and all(len(u) >= 2 for u in users.values()), users
 
 
 def _loaded_by(code: str) -> set[str]:

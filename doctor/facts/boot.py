@@ -6,8 +6,6 @@ By hand: `cat /proc/cmdline`; `grep -rw amdgpu /etc/modprobe.d/`.
 
 from __future__ import annotations
 
-import shlex
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rocmdoctor.host import Host
@@ -59,11 +57,6 @@ def modprobe_lines(host: Host) -> list[ModprobeLine]:
         return found
 
     return host.memo("amdgpu:modprobe.d", compute)
-
-
-def comment_out(lines: Sequence[ModprobeLine]) -> list[str]:
-    """Exact commands that comment out these lines of /etc/modprobe.d files."""
-    return [f"sudo sed -i '{m.lineno}s/^/# /' {shlex.quote(m.path)}" for m in lines]
 
 
 def cmdline_text(host: Host) -> str:
