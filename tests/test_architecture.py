@@ -310,6 +310,46 @@ def test_a_check_that_asks_a_reader_passes() -> None:
                       "rocmdoctor.facts.boot") == []
 
 
+# facts/rocm_version.py's installed_rocm hands over to facts/rocm_root.py, which reads the
+# versions through rocm_version: explain still asks the older name.
+KNOWN_CIRCLES = [["rocmdoctor.facts.rocm_root", "rocmdoctor.facts.rocm_version"]]
+
+
+def import_circles(sources: dict[str, str]) -> list[list[str]]:
+    """Every set of modules that import each other, round (imports inside functions count)."""
+    known = set(sources)
+    graph: dict[str, set[str]] = {}
+    for module, source in sources.items():
+        found = imports_of(source, module)
+        deeper = {(i.line, i.target.rpartition(".")[0]) for i in found if i.target in known}
+        graph[module] = {i.target for i in found if i.target in known and i.target != module
+                         and (i.line, i.target) not in deeper}
+    reach: dict[str, set[str]] = {}
+    for start in graph:
+        seen: set[str] = set()
+        todo = list(graph[start])
+        while todo:
+            here = todo.pop()
+            if here not in seen:
+                seen.add(here)
+                todo += graph.get(here, ())
+        reach[start] = seen
+    circles = {tuple(sorted({m, *(o for o in reach[m] if m in reach[o])}))
+               for m in graph if m in reach[m]}
+    return sorted(list(c) for c in circles)
+
+
+def test_no_modules_import_each_other() -> None:
+    assert import_circles(all_sources()) == KNOWN_CIRCLES
+
+
+def test_an_import_circle_is_caught() -> None:
+    sources = all_sources()
+    sources["rocmdoctor.facts.machine"] += "\ndef f():\n    from rocmdoctor.facts import collect_env\n"
+    sources["rocmdoctor.facts.collect_env"] += "\ndef g():\n    from rocmdoctor.facts import machine\n"
+    assert ["rocmdoctor.facts.collect_env", "rocmdoctor.facts.machine"] in import_circles(sources)
+
+
 def test_every_fix_text_in_fixes_is_shared_by_checks() -> None:
     """fixes.py holds what several checks say; a fix one check gives lives in that check."""
     sources = all_sources()
@@ -343,6 +383,16 @@ def test_the_entry_point_and_its_help_load_no_tuner_torch_or_optuna() -> None:
     check_help = help_run.replace("['--help']", "['check', '--help']")
     loaded = _loaded_by(check_help)
     assert "rocmdoctor.cli.check" in loaded and _heavy(loaded) == []
+
+
+def test_the_renderers_load_nothing_of_the_machine() -> None:
+    """Renderers are pure functions of results and gathered facts: loading every one of them
+    loads no host, facts or checks module (they name the facts' types for annotations only)."""
+    renderers = sorted(m for m in all_sources() if part_of(m) == "render" and m.count(".") > 1)
+    loaded = _loaded_by("\n".join(f"import {m}" for m in renderers))
+    assert "rocmdoctor.render.report_facts" in loaded and "rocmdoctor.render.machine" in loaded
+    assert sorted(m for m in loaded if m.startswith(("rocmdoctor.host", "rocmdoctor.facts",
+                                                     "rocmdoctor.checks"))) == []
 
 
 def _help_seconds() -> float:

@@ -155,6 +155,15 @@ def smi_list(host: Host) -> Optional[str]:
     return result.stdout if result.ok else None
 
 
+def nvidia_driver_version(host: Host) -> Optional[str]:
+    """The NVIDIA driver version nvidia-smi reports, None on machines without NVIDIA signs."""
+    from rocmdoctor.facts.platform import nvidia_signals
+
+    if not nvidia_signals(host):
+        return None
+    return nvidia_gpus(host).driver_version
+
+
 def nvidia_gpus(host: Host) -> NvidiaInventory:
     """The NVIDIA GPUs on this host (memoized). `error` is set when nvidia-smi gave none."""
 
