@@ -385,6 +385,36 @@ def test_the_entry_point_and_its_help_load_no_tuner_torch_or_optuna() -> None:
     assert "rocmdoctor.cli.check" in loaded and _heavy(loaded) == []
 
 
+# Run by path in the Python that trains, where rocmdoctor may not be importable; they share
+# host/child_setup.py by loading it by path from their own folder.
+CHILD_SCRIPTS = ("rocmdoctor.host.probe_child", "rocmdoctor.host.libload_child",
+                 "rocmdoctor.host.child_setup")
+
+
+def test_the_child_scripts_import_nothing_of_rocmdoctor() -> None:
+    sources = all_sources()
+    found = [f"{i.module}:{i.line} imports {i.target}" for m in CHILD_SCRIPTS
+             for i in imports_of(sources[m], m) if i.target.split(".")[0] == "rocmdoctor"]
+    assert found == []
+
+
+# The benchmark worker still hands its stdout over itself (tuners/bench/worker.py
+# _protocol_stream); child_setup.protocol_stream is the same, for it to call.
+OWN_STDOUT_HANDOVER = {"rocmdoctor.tuners.bench.worker"}
+
+
+def test_die_with_parent_and_the_stdout_hand_over_are_written_once() -> None:
+    """prctl(PR_SET_PDEATHSIG) and stdout's hand-over (dup2 of stderr onto stdout) are made in
+    host/child_setup.py; every child asks it."""
+    found: dict[str, set[str]] = {"prctl": set(), "dup2": set()}
+    for module, source in all_sources().items():
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.Attribute) and node.attr in found:
+                found[node.attr].add(module)
+    assert found["prctl"] == {"rocmdoctor.host.child_setup"}
+    assert found["dup2"] - OWN_STDOUT_HANDOVER == {"rocmdoctor.host.child_setup"}
+
+
 def test_the_renderers_load_nothing_of_the_machine() -> None:
     """Renderers are pure functions of results and gathered facts: loading every one of them
     loads no host, facts or checks module (they name the facts' types for annotations only)."""
