@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Optional
 
 import pytest
 
@@ -44,7 +45,7 @@ def _alive(pid: int) -> bool:
     (["--parent-pid", "me"], None),
     ([], None),
 ])
-def test_the_parent_pid_is_read_from_the_arguments(argv: list[str], pid: int | None) -> None:
+def test_the_parent_pid_is_read_from_the_arguments(argv: list[str], pid: Optional[int]) -> None:
     assert child_setup.parent_pid_from_argv(argv) == pid
 
 
