@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from rocmdoctor.facts.alloc_conf import AllocConf, parse_alloc_conf, repair
+from rocmdoctor.facts.environment import environment
 from rocmdoctor.facts.platform import platform_kind
 from rocmdoctor.facts.torch import TorchInfo, torch_info
 from rocmdoctor.host import Host
@@ -45,7 +46,7 @@ class AllocatorConfig(Check):
     source = kb.CUDA_NOTES
 
     def applies(self, host: Host) -> Optional[str]:
-        if any(var in host.env for var in kb.ALL_VARIABLES):
+        if any(var in environment(host) for var in kb.ALL_VARIABLES):
             return None
         return "none of PYTORCH_ALLOC_CONF, PYTORCH_CUDA_ALLOC_CONF, PYTORCH_HIP_ALLOC_CONF is set"
 
@@ -55,7 +56,7 @@ class AllocatorConfig(Check):
             "rocm" if platform_kind(host) == "rocm" else "cuda")
         rule = kb.precedence_for(facts.release)
         order = rule.order if device == "rocm" else rule.order_cuda
-        env = host.env
+        env = environment(host)
         set_vars = [v for v in kb.ALL_VARIABLES if v in env]
         read = [v for v in order if v in env]
         winner = read[0] if read else None

@@ -19,11 +19,11 @@ from rocmdoctor.facts.amdgpu_module import (
     dkms_build_failures,
     dkms_entries,
     dkms_error,
+    module_file,
 )
 from rocmdoctor.facts.boot import (
     CmdlineFacts,
     ModprobeLine,
-    comment_out,
     kernel_cmdline,
     modprobe_lines,
 )
@@ -31,6 +31,8 @@ from rocmdoctor.facts.kernel_log import cause
 from rocmdoctor.facts.os_release import read_os_release
 from rocmdoctor.facts.platform import container_signals, is_wsl, kernel_release, not_rocm_reason
 from rocmdoctor.facts.secure_boot import secure_boot
+from rocmdoctor.facts.wsl import dxg_present
+from rocmdoctor.fixes import comment_out
 from rocmdoctor.host import Host
 from rocmdoctor.kb.boot import GRUB_COMMANDS
 from rocmdoctor.kb.kernel_log import AWS_MODULES_EXTRA, DEBIAN_SECUREBOOT, MODULE_SIGNING
@@ -176,22 +178,21 @@ class AmdgpuDriver(Check):
             return self.result(Status.FAIL, "amdgpu is not loaded on the host", findings, Fix(
                 "Load the driver on the host, not in the container; run rocmdoctor there if "
                 "it will not load.", ("sudo modprobe amdgpu",), needs_root=True))
-        modinfo = host.run(["modinfo", "-n", "amdgpu"])
-        module_file = modinfo.stdout.strip() if modinfo.ok else ""
-        if module_file:
-            findings.append(Finding.info(f"module file: {module_file}"))
-        refused = self._refused(host, kernel, module_file, dkms_here, findings)
+        installed = module_file(host)
+        if installed.path:
+            findings.append(Finding.info(f"module file: {installed.path}"))
+        refused = self._refused(host, kernel, installed.path, dkms_here, findings)
         if refused is not None:
             return refused
         failure = _failed_here(host, kernel, dkms_entries(host))
         if failure is not None:
             findings.append(_failure_finding(failure))
-        if not module_file and modinfo.returncode == 1 and not modinfo.timed_out and failure:
+        if not installed.path and installed.none_installed and failure:
             return self.result(
                 Status.FAIL, f"amdgpu is not loaded: the amdgpu-dkms build for kernel {kernel} "
                 "failed", findings, _failed_build_fix(failure, dkms_entries(host)),
                 source=KERNEL_SUPPORT)
-        if not module_file and modinfo.returncode == 1 and not modinfo.timed_out:
+        if not installed.path and installed.none_installed:
             findings.append(Finding.error(f"no amdgpu module is installed for kernel {kernel}"))
             fix = Fix("Install the amdgpu module for this kernel: the distribution's extra "
                       "kernel modules (on Ubuntu: linux-modules-extra-$(uname -r)) or AMD's "
@@ -202,13 +203,13 @@ class AmdgpuDriver(Check):
                   ("sudo modprobe amdgpu", "sudo dmesg | grep -i amdgpu"), needs_root=True)
         return self.result(Status.FAIL, "amdgpu is not loaded", findings, fix)
 
-    def _refused(self, host: Host, kernel: str, module_file: str, dkms_here: bool,
+    def _refused(self, host: Host, kernel: str, module_path: str, dkms_here: bool,
                  findings: list[Finding]) -> Optional[CheckResult]:
         """The kernel refused the module: Secure Boot (an unsigned DKMS module) or symbols the
         module needs that this kernel lacks."""
         sb = secure_boot(host)
         refused = cause(host, "secure-boot-module-refused")
-        dkms_module = dkms_here or "/updates/" in module_file or "/dkms/" in module_file
+        dkms_module = dkms_here or "/updates/" in module_path or "/dkms/" in module_path
         if refused is not None or (sb.enforcing and dkms_module):
             findings.extend(Finding.info(f"Secure Boot: {e}") for e in sb.evidence)
             if refused is not None:
@@ -245,7 +246,7 @@ class AmdgpuDriver(Check):
         return None
 
     def _wsl(self, host: Host) -> CheckResult:
-        if host.exists("/dev/dxg"):
+        if dxg_present(host):
             return self.passed("WSL2: no amdgpu module here; ROCm reaches the GPU through "
                                "/dev/dxg and the Windows driver", source=LIBROCDXG)
         return self.result(

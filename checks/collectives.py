@@ -15,13 +15,14 @@ import json
 import statistics
 from typing import Any, Optional
 
+from rocmdoctor.facts.collectives import collectives_run
+from rocmdoctor.facts.environment import environment
 from rocmdoctor.facts.platform import platform_kind
 from rocmdoctor.facts.torch import torch_info
 from rocmdoctor.host import Host
 from rocmdoctor.kb.nccl_env import NCCL_ENV, RCCL_ENV, risky_settings
 from rocmdoctor.model import Check, CheckResult, Finding, Fix, Status
 
-TOOL = "rocmdoctor-collectives"  # LiveHost runs collectives_launch.py for this name
 NCCL_TESTS_PERF = "https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md"
 NCCL_ACS = ("https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html"
             "#pci-access-control-services-acs")
@@ -49,8 +50,9 @@ class Collectives(Check):
 
     def _plan(self, host: Host) -> tuple[Optional[str], int, str]:
         """(skip reason, ranks, backend)."""
-        testing = host.env.get("ROCMDOCTOR_TESTING") == "1"
-        cpu_ranks = host.env.get("ROCMDOCTOR_COLL_CPU_RANKS", "")
+        env = environment(host)
+        testing = env.get("ROCMDOCTOR_TESTING") == "1"
+        cpu_ranks = env.get("ROCMDOCTOR_COLL_CPU_RANKS", "")
         if testing and cpu_ranks.isdigit():
             return None, int(cpu_ranks), "gloo"
         torch = torch_info(host)
@@ -69,13 +71,12 @@ class Collectives(Check):
     def run(self, host: Host) -> CheckResult:
         _, ranks, backend = self._plan(host)
         deadline, extra = DEADLINE_S, []
-        if host.env.get("ROCMDOCTOR_TESTING") == "1":  # short runs for the test suite
-            deadline = float(host.env.get("ROCMDOCTOR_COLL_DEADLINE", deadline))
-            if host.env.get("ROCMDOCTOR_COLL_SIZES"):
-                extra = ["--sizes", host.env["ROCMDOCTOR_COLL_SIZES"]]
-        argv = [TOOL, "--nprocs", str(ranks), "--backend", backend,
-                "--timeout", f"{deadline:g}", *extra]
-        done = host.run(argv, timeout=deadline + 30)
+        env = environment(host)
+        if env.get("ROCMDOCTOR_TESTING") == "1":  # short runs for the test suite
+            deadline = float(env.get("ROCMDOCTOR_COLL_DEADLINE", deadline))
+            if env.get("ROCMDOCTOR_COLL_SIZES"):
+                extra = ["--sizes", env["ROCMDOCTOR_COLL_SIZES"]]
+        done = collectives_run(host, ranks, backend, deadline, extra)
         if done.not_found:  # a snapshot taken without --collectives has no run to replay
             return self.skipped("no collectives run recorded here (take the snapshot with "
                                 "`rocmdoctor snapshot --collectives`)")
@@ -96,7 +97,7 @@ class Collectives(Check):
     def judge(self, host: Host, data: dict[str, Any], lib: str, env_doc: str) -> CheckResult:
         findings: list[Finding] = []
         env_warn = []
-        for var, value in risky_settings(dict(host.env)):
+        for var, value in risky_settings(dict(environment(host))):
             text = f"{var.name}={value}: {var.cost}"
             if var.severity == "warn":
                 env_warn.append(var.name)

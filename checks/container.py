@@ -10,16 +10,17 @@ from __future__ import annotations
 
 from typing import Optional
 
+from rocmdoctor.facts.account import account
 from rocmdoctor.facts.container import (
     OVERFLOW_GID,
     ContainerInfo,
     GpuNodes,
     container_info,
     gpu_nodes,
-    passthrough_fix,
     process_gids,
 )
 from rocmdoctor.facts.platform import gpu_vendors
+from rocmdoctor.fixes import passthrough_fix
 from rocmdoctor.host import Host, PathInfo
 from rocmdoctor.kb import containers as kb
 from rocmdoctor.model import Check, CheckResult, Finding, Status
@@ -79,7 +80,8 @@ class ContainerCheck(Check):
 
     def _groups(self, host: Host, info: ContainerInfo, vendor: str, nodes: GpuNodes,
                 where: str, findings: list[Finding]) -> Optional[CheckResult]:
-        if host.user.uid == 0 and not info.user_namespace:
+        user = account(host)
+        if user.uid == 0 and not info.user_namespace:
             return None  # root opens the nodes whatever their groups
         blocked = [(p, i) for p, i in nodes.present if not (i.readable and i.writable)]
         if not blocked:
@@ -89,7 +91,7 @@ class ContainerCheck(Check):
             findings.append(Finding.info("this process's groups (numeric): "
                                          + " ".join(str(g) for g in sorted(gids))))
         else:
-            findings.append(Finding.info(f"this process's groups: {', '.join(host.user.groups)}"))
+            findings.append(Finding.info(f"this process's groups: {', '.join(user.groups)}"))
         needed = sorted({i.gid for _, i in blocked if i.gid is not None
                          and (gids is None or i.gid not in gids) and i.gid != OVERFLOW_GID})
         unmapped = [p for p, i in blocked if i.gid == OVERFLOW_GID]

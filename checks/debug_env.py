@@ -5,6 +5,7 @@ By hand: `env | grep -E 'LAUNCH_BLOCKING|SERIALIZE|LOG_LEVEL|CHECK_NUMERICS|MEMO
 
 from __future__ import annotations
 
+from rocmdoctor.facts.environment import environment
 from rocmdoctor.host import Host
 from rocmdoctor.kb.debug_vars import DEBUG_VARS, level
 from rocmdoctor.model import Check, CheckResult, Finding, Fix, Status
@@ -16,8 +17,9 @@ class DebugEnv(Check):
 
     def run(self, host: Host) -> CheckResult:
         found = []
+        env = environment(host)
         for var in DEBUG_VARS:
-            value = host.env.get(var.name)
+            value = env.get(var.name)
             if value is not None and level(value) >= var.min_level:
                 found.append((var, value))
         if not found:

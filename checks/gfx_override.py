@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from typing import Optional
 
 from rocmdoctor.facts.amd_gpus import GpuAgent, amd_gpus, describe, override_for_node, override_vars
+from rocmdoctor.facts.environment import environment
+from rocmdoctor.facts.libload import libload_known, rocm_libraries
 from rocmdoctor.facts.platform import not_rocm_reason
 from rocmdoctor.facts.rocm_root import installed_rocm
 from rocmdoctor.facts.rocm_version import release_of_package
@@ -56,7 +58,7 @@ class GfxOverride(Check):
         return not_rocm_reason(host)
 
     def run(self, host: Host) -> CheckResult:
-        overrides = override_vars(host.env)
+        overrides = override_vars(environment(host))
         if not overrides:
             return self.passed("HSA_OVERRIDE_GFX_VERSION is not set")
         bad = [(k, v) for k, v in sorted(overrides.items()) if kb.parse_override(v) is None]
@@ -79,7 +81,7 @@ class GfxOverride(Check):
         install = installed_rocm(host) if arch is None else None
         version = install.key if install else None
         release = kb.rocm_native_targets(version) if version else None
-        affected = [g for g in inv.gpus if override_for_node(host.env, g.node)]
+        affected = [g for g in inv.gpus if override_for_node(environment(host), g.node)]
         verdicts = [(g, self._judge(host, g, arch, release, version, len(affected) > 1))
                     for g in affected]
         findings = [self._finding(g, v) for g, v in verdicts]
@@ -110,7 +112,7 @@ class GfxOverride(Check):
     def _judge(self, host: Host, g: GpuAgent, arch: Optional[frozenset[str]],
                release: Optional[kb.RocmRelease], version: Optional[tuple[int, int, int]],
                several: bool) -> Verdict:
-        var, value = override_for_node(host.env, g.node) or ("", "")
+        var, value = override_for_node(environment(host), g.node) or ("", "")
         target = kb.override_value_target(value) or ""
         unset: tuple[str, ...] = (f"unset {var}",)
         if not g.gfx_known:
@@ -173,9 +175,7 @@ class GfxOverride(Check):
         """A report of this value hanging with the ROCm SDK or package family installed here
         (the pip packages as the probe, or the library-load child when it ran, lists them)."""
         packages = dict(torch_info(host).packages)
-        if host.known("facts:libload"):
-            from rocmdoctor.facts.libload import rocm_libraries
-
+        if libload_known(host):
             packages.update(rocm_libraries(host).packages)
         names = {k.lower().replace("_", "-") for k in packages}
         sdk = release_of_package(packages.get("rocm-sdk-core") or "")

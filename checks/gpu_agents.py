@@ -17,6 +17,7 @@ from rocmdoctor.facts.amd_gpus import (
     hip_selection,
     kfd_gpus,
 )
+from rocmdoctor.facts.environment import environment
 from rocmdoctor.facts.platform import not_rocm_reason
 from rocmdoctor.host import Host
 from rocmdoctor.kb.rocminfo_failures import DMESG_KFD
@@ -163,7 +164,7 @@ class GpuAgents(Check):
                     f"HSA_OVERRIDE_GFX_VERSION is set; the hardware is {g.gfx} "
                     "(see gfx-override)"))
         summary = inventory_summary(inv.gpus)
-        selection = hip_selection(host.env, inv.gpus)
+        selection = hip_selection(environment(host), inv.gpus)
         visible = selection.chosen if selection else inv.gpus
         igpus = [g for g in visible if g.is_integrated]
         dgpus = [g for g in visible if not g.is_integrated]
@@ -205,7 +206,7 @@ class GpuAgents(Check):
     @staticmethod
     def _rocr_value(host: Host, dgpus: list[GpuAgent]) -> Optional[str]:
         """ROCR_VISIBLE_DEVICES indexes every GPU; rocminfo lists only those it exposes."""
-        if "ROCR_VISIBLE_DEVICES" not in host.env:
+        if "ROCR_VISIBLE_DEVICES" not in environment(host):
             return ",".join(str(g.index) for g in dgpus)
         if all(g.uuid for g in dgpus):
             return ",".join(str(g.uuid) for g in dgpus)

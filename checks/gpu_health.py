@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Optional
 
 from rocmdoctor.facts.amd_smi import AMDSMI_COMMANDS, AmdSmiGpu, amd_smi
+from rocmdoctor.facts.environment import environment
 from rocmdoctor.facts.nvidia_smi_q import SmiGpu, nvidia_smi_q
 from rocmdoctor.facts.platform import is_wsl, platform_kind
 from rocmdoctor.facts.torch import torch_info
@@ -110,7 +111,8 @@ class GpuHealth(Check):
                for c, m in sorted(modes, key=str)]
         partitioned = any(c and c.upper() != "SPX" for c, _ in modes)
         probe = torch_info(host)
-        if partitioned and probe.imported and not any(v in host.env for v in VISIBLE):
+        env = environment(host)
+        if partitioned and probe.imported and not any(v in env for v in VISIBLE):
             if probe.device_count != len(gpus):
                 out.append(Finding.hint(
                     f"torch sees {probe.device_count} device(s) but amd-smi lists {len(gpus)} "

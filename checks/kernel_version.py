@@ -15,7 +15,7 @@ import re
 from typing import Optional
 
 from rocmdoctor.facts.os_release import OsRelease, read_os_release, wsl_kernel
-from rocmdoctor.facts.platform import not_rocm_reason
+from rocmdoctor.facts.platform import not_rocm_reason, proc_version, uname_release
 from rocmdoctor.facts.rocm_root import installed_rocm
 from rocmdoctor.host import Host
 from rocmdoctor.kb import KB_DATE
@@ -38,11 +38,10 @@ def parse_kernel_release(text: str) -> Optional[tuple[int, int]]:
 
 
 def running_kernel(host: Host) -> tuple[str, Optional[tuple[int, int]]]:
-    release = host.platform.kernel_release.strip()
+    release = uname_release(host).strip()
     series = parse_kernel_release(release) if release else None
     if series is None:
-        proc = host.read_file("/proc/version") or ""
-        m = _PROC_VERSION.search(proc)
+        m = _PROC_VERSION.search(proc_version(host))
         if m:
             release, series = m.group(1), parse_kernel_release(m.group(1))
     return release, series

@@ -10,8 +10,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from rocmdoctor.facts.container import container_info, passthrough_fix, sudo_note
+from rocmdoctor.facts.account import account, group_file
+from rocmdoctor.facts.amdgpu_module import module_present
+from rocmdoctor.facts.container import (
+    KFD,
+    RENDER_GLOB,
+    container_info,
+    kfd_device,
+    render_devices,
+)
+from rocmdoctor.facts.environment import environment
 from rocmdoctor.facts.platform import is_wsl, not_rocm_reason
+from rocmdoctor.fixes import passthrough_fix, sudo_note
 from rocmdoctor.host import Host, PathInfo
 from rocmdoctor.kb.containers import SUDOERS_ENV
 from rocmdoctor.model import Check, CheckResult, Finding, Fix, Status
@@ -20,8 +30,6 @@ PREREQUISITES = (
     "https://rocm.docs.amd.com/projects/install-on-linux/en/latest/install/prerequisites.html"
     "#configuring-permissions-for-gpu-access"
 )
-KFD = "/dev/kfd"
-RENDER_GLOB = "/dev/dri/renderD*"
 # The group-based udev rule of ROCm's prerequisites, for devices whose group cannot open them.
 UDEV_COMMANDS = (
     "printf '%s\\n' 'KERNEL==\"kfd\", GROUP=\"render\", MODE=\"0660\"' "
@@ -79,10 +87,10 @@ class KfdAccess(Check):
         return not_rocm_reason(host)
 
     def run(self, host: Host) -> CheckResult:
-        user = host.user
+        user = account(host)
         in_container = container_info(host).inside
-        kfd = host.stat(KFD)
-        renders = [(p, i) for p in host.glob(RENDER_GLOB) if (i := host.stat(p)) is not None]
+        kfd = kfd_device(host)
+        renders = render_devices(host)
         if kfd is None or not renders:
             return self._missing(host, KFD if kfd is None else RENDER_GLOB, in_container)
         devices = [(KFD, kfd), *renders]
@@ -96,7 +104,7 @@ class KfdAccess(Check):
             note = sudo_note(host)
             if note is None:
                 return self.passed(summary)
-            who = host.env.get("SUDO_USER", "")
+            who = environment(host).get("SUDO_USER", "")
             return self.result(
                 Status.WARN, f"{summary}, but this is root through sudo: {who}'s access is not "
                 "tested", [Finding.error(note)],
@@ -122,9 +130,9 @@ class KfdAccess(Check):
 
     def _membership(self, host: Host, summary: str, findings: list[Finding], path: str,
                     info: PathInfo) -> CheckResult:
-        user = host.user
+        user = account(host)
         group = info.group or str(info.gid)
-        text = host.read_file("/etc/group")
+        text = group_file(host)
         entry = parse_etc_group(text).get(group) if text is not None else None
         if group in user.groups or str(info.gid) in user.groups:
             findings.append(Finding.hint(
@@ -175,7 +183,7 @@ class KfdAccess(Check):
                 else f"{what} is missing in this container",
                 [Finding.hint("the container was started without the GPU device nodes; the "
                               "host's driver is not to blame")], fix, source=source)
-        if not host.exists("/sys/module/amdgpu"):
+        if not module_present(host):
             return self.result(
                 Status.FAIL, f"{what} is missing: the amdgpu driver is not loaded",
                 [Finding.hint("the amdgpu-driver check says why")],

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from rocmdoctor.facts.environment import environment
 from rocmdoctor.facts.miopen_db import DbLocation, local_folder, miopen_locations
 from rocmdoctor.facts.platform import not_rocm_reason
 from rocmdoctor.facts.torch import torch_info
@@ -38,7 +39,7 @@ def _line(loc: DbLocation) -> str:
 def export_lines(host: Host) -> tuple[str, ...]:
     """Per-user (and per-job under Slurm) folders on node-local disk, created beforehand."""
     base, _ = local_folder(host)
-    job = "-$SLURM_JOB_ID" if host.env.get("SLURM_JOB_ID") else ""
+    job = "-$SLURM_JOB_ID" if environment(host).get("SLURM_JOB_ID") else ""
     return (f'export {kb.USER_DB_VAR}="{base}/miopen-config-$USER{job}"',
             f'export {kb.CACHE_VAR}="{base}/miopen-cache-$USER{job}"',
             f'mkdir -p "${kb.USER_DB_VAR}" "${kb.CACHE_VAR}"')
@@ -92,7 +93,7 @@ class MiopenDb(Check):
             findings.append(Finding.hint(f"{base} itself is {state}: use a node-local folder "
                                          "instead of it in the lines below"))
         fix = Fix(f"Move MIOpen's databases to node-local disk, one folder per user"
-                  f"{' and job' if host.env.get('SLURM_JOB_ID') else ''}, created before "
+                  f"{' and job' if environment(host).get('SLURM_JOB_ID') else ''}, created before "
                   "training starts (in the job script or shell profile).", export_lines(host))
         return self.result(status, "; ".join(problems), findings, fix, source=kb.LOCAL_EXPORTS)
 

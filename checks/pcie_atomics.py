@@ -12,9 +12,9 @@ from __future__ import annotations
 import re
 from typing import Optional
 
-from rocmdoctor.facts.amd_gpus import KFD_NODES
+from rocmdoctor.facts.amd_gpus import KFD_NODES, kfd_node_names
 from rocmdoctor.facts.kernel_log import kernel_log, matches
-from rocmdoctor.facts.pci import AMD, PCI_DEVICES, KfdNode, PciDevice, kfd_gpu_nodes, pci_gpus
+from rocmdoctor.facts.pci import AMD, KfdNode, PciDevice, bound_driver, kfd_gpu_nodes, pci_gpus
 from rocmdoctor.facts.platform import is_wsl, not_rocm_reason
 from rocmdoctor.host import Host
 from rocmdoctor.kb.kernel_log import (
@@ -63,11 +63,6 @@ def _in_kfd(gpus: tuple[PciDevice, ...], nodes: tuple[KfdNode, ...]) -> dict[str
         if match is not None:
             found[match.bdf] = node
     return found
-
-
-def _bound_driver(host: Host, gpu: PciDevice) -> Optional[str]:
-    info = host.stat(f"{PCI_DEVICES}/{gpu.bdf}/driver")
-    return info.target.rstrip("/").rsplit("/", 1)[-1] if info and info.target else None
 
 
 class PcieAtomics(Check):
@@ -136,7 +131,7 @@ class PcieAtomics(Check):
         missing = [g for g in gpus if g.bdf not in in_kfd]
         problems: list[tuple[PciDevice, Optional[str], Optional[str]]] = []
         for gpu in missing:
-            driver = _bound_driver(host, gpu)
+            driver = bound_driver(host, gpu.bdf)
             if driver is not None and driver != "amdgpu":
                 findings.append(Finding.info(f"{gpu.label()}: driven by {driver}, not amdgpu: "
                                              "ROCm does not use it"))
@@ -165,7 +160,7 @@ class PcieAtomics(Check):
                     "or PCIe switch in between, and update the motherboard BIOS; under a "
                     "hypervisor, pass the GPU through as a single function.",
                     (LSPCI_ATOMICS,), needs_root=True), ROCM_2429)
-        no_topology = host.listdir(KFD_NODES) is None
+        no_topology = kfd_node_names(host) is None
         for gpu, kind, line in problems:
             why = _why_text(kind, line) or (ENTRY[kind].title if kind in ENTRY else
                                             "no kernel-log line says why")

@@ -6,32 +6,13 @@ shows the same value in its Perf column. Only root can change it, and rocmdoctor
 
 from __future__ import annotations
 
-import re
 from typing import Optional
 
-from rocmdoctor.facts.platform import AMD_PCI_VENDOR, not_rocm_reason
+from rocmdoctor.facts.perf_level import LEVEL_FILE, perf_levels
+from rocmdoctor.facts.platform import not_rocm_reason
 from rocmdoctor.host import Host
 from rocmdoctor.kb.perf_levels import DEFAULT_LEVEL, LACT_MANUAL, THERMAL_DOC, Verdict, lookup
 from rocmdoctor.model import Check, CheckResult, Finding, Fix, Status
-
-LEVEL_FILE = "power_dpm_force_performance_level"
-LEVEL_GLOB = f"/sys/class/drm/card*/device/{LEVEL_FILE}"
-# cardN only: connector entries such as card0-DP-1 are not GPUs.
-_CARD_PATH = re.compile(rf"/sys/class/drm/(card\d+)/device/{LEVEL_FILE}")
-
-
-def amd_level_files(host: Host) -> list[tuple[str, str]]:
-    """(card, path) of every AMD card (PCI vendor 0x1002) that has the file."""
-    found = []
-    for path in host.glob(LEVEL_GLOB):
-        match = _CARD_PATH.fullmatch(path)
-        if match is None:
-            continue
-        card = match.group(1)
-        vendor = (host.read_file(f"/sys/class/drm/{card}/device/vendor") or "").strip().lower()
-        if vendor == AMD_PCI_VENDOR:
-            found.append((card, path))
-    return sorted(found, key=lambda cp: int(cp[0][4:]))
 
 
 class PerfLevelCheck(Check):
@@ -44,16 +25,15 @@ class PerfLevelCheck(Check):
         return not_rocm_reason(host)
 
     def run(self, host: Host) -> CheckResult:
-        files = amd_level_files(host)
-        if not files:
+        levels = perf_levels(host)
+        if not levels:
             return self.skipped(f"no AMD GPU exposes {LEVEL_FILE}")
         findings: list[Finding] = []
         by_value: dict[str, list[str]] = {}
         slow: list[tuple[str, str, str]] = []
         held: list[tuple[str, str, str]] = []
         source = THERMAL_DOC
-        for card, path in files:
-            text = host.read_file(path)
+        for card, path, text in levels:
             if text is None:
                 findings.append(Finding.info(
                     f"{card}: the level could not be read (the GPU may be suspended or "

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from typing import Optional
 
-from rocmdoctor.facts.boot import ModprobeLine, comment_out, modprobe_lines
+from rocmdoctor.facts.amdgpu_module import module_parameter, module_present, parameter_file
+from rocmdoctor.facts.boot import ModprobeLine, cmdline_text, modprobe_lines
 from rocmdoctor.facts.platform import is_wsl, not_rocm_reason
+from rocmdoctor.fixes import comment_out
 from rocmdoctor.host import Host
 from rocmdoctor.kb.boot import GRUB_COMMANDS
 from rocmdoctor.kb.ppfeatures import (
@@ -26,7 +28,8 @@ from rocmdoctor.kb.ppfeatures import (
 )
 from rocmdoctor.model import Check, CheckResult, Finding, Fix, Status
 
-PARAM_FILE = "/sys/module/amdgpu/parameters/ppfeaturemask"
+PARAMETER = "ppfeaturemask"
+PARAM_FILE = parameter_file(PARAMETER)
 CMDLINE_KEY = "amdgpu.ppfeaturemask="
 
 
@@ -44,19 +47,19 @@ class PPFeatureMask(Check):
         if is_wsl(host):
             return "WSL2 has no amdgpu module"
         reason = not_rocm_reason(host)
-        if reason is None and not host.exists("/sys/module/amdgpu"):
+        if reason is None and not module_present(host):
             return "amdgpu is not loaded (the amdgpu-driver check says why)"
         return reason
 
     def run(self, host: Host) -> CheckResult:
-        text = host.read_file(PARAM_FILE)
+        text = module_parameter(host, PARAMETER)
         if text is None:
             return self.skipped(f"{PARAM_FILE} cannot be read")
         mask = parse_mask(text)
         if mask is None:
             return self.result(Status.WARN, f"ppfeaturemask reads {text.strip()!r}, which is "
                                "not a 32-bit number")
-        on_cmdline = [t for t in (host.read_file("/proc/cmdline") or "").split()
+        on_cmdline = [t for t in cmdline_text(host).split()
                       if t.startswith(CMDLINE_KEY)]
         in_conf = [m for m in modprobe_lines(host)
                    if m.kind == "options" and "ppfeaturemask=" in m.text]

@@ -8,13 +8,14 @@ env | grep -E '^(ROCM_|HIP_PATH|HIP_PLATFORM|PATH|LD_LIBRARY_PATH)='; cat /etc/l
 
 from __future__ import annotations
 
-import posixpath
 import re
 import shlex
 from collections.abc import Mapping
 from typing import Optional
 
+from rocmdoctor.facts.environment import environment
 from rocmdoctor.facts.libload import ld_so_conf_entries
+from rocmdoctor.facts.paths import link_chain, path_exists
 from rocmdoctor.facts.platform import not_rocm_reason
 from rocmdoctor.facts.rocm_root import (
     TARBALL_INSTALL,
@@ -52,23 +53,11 @@ HIP_PLATFORMS = ("amd", "nvidia")
 _RELEASE_DIR = re.compile(r"^/opt/rocm-(\d+\.\d+(?:\.\d+)?)(?:/|$)")
 
 
-def link_chain(host: Host, path: str, limit: int = 8) -> list[str]:
-    """path, then each symlink target in turn: ['/opt/rocm', '/etc/alternatives/rocm', ...]."""
-    chain = [path]
-    for _ in range(limit):
-        info = host.stat(chain[-1])
-        if info is None or info.type != "symlink" or not info.target:
-            break
-        chain.append(posixpath.normpath(
-            posixpath.join(posixpath.dirname(chain[-1]), info.target)))
-    return chain
-
-
 def _aliases(host: Host, installs: list[RocmInstall]) -> dict[str, str]:
     """Path prefix -> the real root of the install it names (roots and their links)."""
     aliases = {i.root: i.root for i in installs}
     for path in (OPT_ROCM, OPT_ROCM + "/core", ALTERNATIVES_ROCM,
-                 *(host.env.get(v) for v in ROOT_VARIABLES)):
+                 *(environment(host).get(v) for v in ROOT_VARIABLES)):
         if path and path.startswith("/"):
             install = read_install(host, path)
             if install is not None:
@@ -87,7 +76,7 @@ def _owner(entry: str, aliases: Mapping[str, str]) -> Optional[tuple[str, str]]:
 def _gone(host: Host, entry: str, aliases: Mapping[str, str]) -> Optional[str]:
     """The ROCm release a path names that is not installed (/opt/rocm-5.7.1/bin), or None."""
     m = _RELEASE_DIR.match(entry)
-    if m is None or _owner(entry, aliases) is not None or host.exists(entry):
+    if m is None or _owner(entry, aliases) is not None or path_exists(host, entry):
         return None
     return m.group(1)
 
@@ -136,11 +125,11 @@ class RocmInstallCheck(Check):
         opt_install = read_install(host, OPT_ROCM)
         if len(chain) > 1:
             findings.append(Finding.info(" -> ".join(chain)))
-            if opt_install is None and not host.exists(chain[-1]) and installs:
+            if opt_install is None and not path_exists(host, chain[-1]) and installs:
                 problems.append(f"{OPT_ROCM} points at {chain[-1]}, which does not exist")
                 findings.append(Finding.error(problems[-1]))
                 fix_commands.append("sudo update-alternatives --config rocm")
-        elif not host.exists(OPT_ROCM) and active.root != "/usr":
+        elif not path_exists(host, OPT_ROCM) and active.root != "/usr":
             findings.append(Finding.hint(f"{OPT_ROCM} does not exist; tools that assume it "
                                          "will not find ROCm"))
         if len(installs) > 1:
@@ -164,7 +153,7 @@ class RocmInstallCheck(Check):
             self._search_variable(host, var, aliases, installs, target, target_name, findings,
                                   problems, fix_commands)
         for conf, entry in ld_so_conf_entries(host):
-            if entry.startswith(OPT_ROCM) and not host.exists(entry):
+            if entry.startswith(OPT_ROCM) and not path_exists(host, entry):
                 findings.append(Finding.hint(f"{conf} names {entry}, which does not exist "
                                              "(left by an install that is gone)"))
         summary = f"ROCm {active.version} at {active.root}"
@@ -181,7 +170,7 @@ class RocmInstallCheck(Check):
     def _root_variable(host: Host, var: str, target: RocmInstall, target_name: str,
                        findings: list[Finding], problems: list[str], fixes: list[str],
                        root: Optional[RocmRoot] = None) -> None:
-        value = (host.env.get(var) or "").strip()
+        value = (environment(host).get(var) or "").strip()
         if not value:
             return
         env_install = read_install(host, value)
@@ -193,7 +182,7 @@ class RocmInstallCheck(Check):
                 "(hipcc, clang) look in the wrong folder"))
             fixes.append(f"export {var}={shlex.quote(root.should_be[1])}")
         elif env_install is None:
-            what = "does not exist" if not host.exists(value) else "holds no ROCm"
+            what = "does not exist" if not path_exists(host, value) else "holds no ROCm"
             problems.append(f"{var}={value} {what}")
             findings.append(Finding.error(f"{var}={value} {what}"))
             fixes.append(f"export {var}={shlex.quote(target.root)}")
@@ -207,10 +196,10 @@ class RocmInstallCheck(Check):
     @staticmethod
     def _hip_variables(host: Host, aliases: Mapping[str, str], target: RocmInstall,
                        findings: list[Finding], problems: list[str], fixes: list[str]) -> None:
-        hip_path = (host.env.get("HIP_PATH") or "").strip()
+        hip_path = (environment(host).get("HIP_PATH") or "").strip()
         if hip_path:
             owner = _owner(hip_path, aliases)
-            if not host.exists(hip_path):
+            if not path_exists(host, hip_path):
                 problems.append(f"HIP_PATH={hip_path} does not exist")
                 findings.append(Finding.error(
                     f"HIP_PATH={hip_path} does not exist: a leftover of an earlier install "
@@ -222,7 +211,7 @@ class RocmInstallCheck(Check):
                     f"HIP_PATH={hip_path} is inside {owner[0]}, not ROCm {target.version} "
                     f"({target.root})"))
                 fixes.append("unset HIP_PATH")
-        platform = (host.env.get("HIP_PLATFORM") or "").strip()
+        platform = (environment(host).get("HIP_PLATFORM") or "").strip()
         if platform and platform not in HIP_PLATFORMS:
             findings.append(Finding.hint(
                 f"HIP_PLATFORM={platform} is a value of old HIP releases; current HIP knows "
@@ -239,7 +228,7 @@ class RocmInstallCheck(Check):
                          installs: list[RocmInstall], target: RocmInstall, target_name: str,
                          findings: list[Finding], problems: list[str],
                          fixes: list[str]) -> None:
-        value = host.env.get(var)
+        value = environment(host).get(var)
         if not value:
             return
         entries = value.split(":")
@@ -250,7 +239,7 @@ class RocmInstallCheck(Check):
                                           "installed"))
         for entry in entries:
             if entry.startswith(OPT_ROCM) and entry not in stale and \
-                    _owner(entry, aliases) is None and not host.exists(entry):
+                    _owner(entry, aliases) is None and not path_exists(host, entry):
                 findings.append(Finding.hint(f"{var} names {entry}, which does not exist"))
         if stale:
             problems.append(f"{var} names a ROCm release that is not installed")

@@ -17,10 +17,10 @@ import shlex
 from typing import Optional
 
 from rocmdoctor.facts.amd_gpus import amd_gpus
-from rocmdoctor.facts.container import sudo_note
 from rocmdoctor.facts.libload import (
     BOUND,
     CONDA,
+    LD_PRELOAD_FILE,
     LIBLOAD_TIMEOUT_S,
     ORIGIN_TEXT,
     SDK,
@@ -29,22 +29,24 @@ from rocmdoctor.facts.libload import (
     LoadedLibrary,
     LoaderError,
     ld_so_conf_entries,
+    ld_so_preload,
     origin_of,
     parse_loader_errors,
     rocm_libraries,
 )
 from rocmdoctor.facts.os_release import read_os_release
+from rocmdoctor.facts.paths import path_exists
 from rocmdoctor.facts.rocm_packages import device_package_gaps, shipped_targets
 from rocmdoctor.facts.torch import imported_skip_reason, probe_skip_reason, torch_info
 from rocmdoctor.facts.torch_wheel import rocm_index_line
 from rocmdoctor.facts.wsl import wsl_advice
+from rocmdoctor.fixes import sudo_note
 from rocmdoctor.host import Host
 from rocmdoctor.kb import containers as kb_containers
 from rocmdoctor.kb import rocm_sdk as kb_sdk
 from rocmdoctor.model import Check, CheckResult, Finding, Fix, Status
 
 LD_SO = "https://man7.org/linux/man-pages/man8/ld.so.8.html"
-LD_PRELOAD_FILE = "/etc/ld.so.preload"
 # "Which package owns this file", per distribution family (os-release ID / ID_LIKE):
 # dpkg(1) -S, rpm(8) -qf, pacman(8) -Qo.
 OWNER_COMMANDS = (("debian", "dpkg -S"), ("ubuntu", "dpkg -S"), ("fedora", "rpm -qf"),
@@ -230,14 +232,11 @@ class RocmLibraries(Check):
     def _preload(self, host: Host, load: LibLoad, findings: list[Finding], bits: list[str],
                  fixes: list[tuple[Status, Fix, Optional[str]]]) -> None:
         entries = [("LD_PRELOAD", e) for e in load.ld_preload]
-        text = host.read_file(LD_PRELOAD_FILE)
-        if text:
-            entries += [(LD_PRELOAD_FILE, e) for e in text.replace(":", " ").split()
-                        if not e.startswith("#")]
+        entries += [(LD_PRELOAD_FILE, e) for e in ld_so_preload(host)]
         bad = []
         for where, entry in entries:
             name = posixpath.basename(entry)
-            if entry.startswith("/") and not host.exists(entry):
+            if entry.startswith("/") and not path_exists(host, entry):
                 findings.append(Finding.error(f"{where} names {entry}, which does not exist: "
                                               "the loader ignores it with an error in every "
                                               "process"))

@@ -13,6 +13,8 @@ from __future__ import annotations
 import shlex
 from typing import Optional
 
+from rocmdoctor.facts.account import account
+from rocmdoctor.facts.paths import path_info
 from rocmdoctor.facts.rocm_root import installed_rocm
 from rocmdoctor.host import Host, PathInfo
 from rocmdoctor.model import Check, CheckResult, Finding, Fix, Status
@@ -46,7 +48,7 @@ class RocmPermissions(Check):
         rocm = installed_rocm(host)
         assert rocm is not None  # applies() said so
         root = rocm.root
-        user = host.user.name
+        user = account(host).name
         unreadable: list[str] = []
         writable: list[str] = []
         absent: list[str] = []
@@ -56,7 +58,7 @@ class RocmPermissions(Check):
                    + [(lib, False) for lib in LIBRARIES])
         for rel, need_exec in targets:
             path = root + rel
-            info = host.stat(path)
+            info = path_info(host, path)
             if info is None:
                 absent.append(path)
                 continue

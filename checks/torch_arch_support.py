@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from rocmdoctor.facts.amd_gpus import amd_gpus
+from rocmdoctor.facts.environment import environment
 from rocmdoctor.facts.nvidia_gpus import nvidia_gpus
 from rocmdoctor.facts.platform import platform_kind
 from rocmdoctor.facts.rocm_root import installed_rocm
@@ -112,7 +113,7 @@ class TorchArchSupport(Check):
         missing = [d for d in devices if d.target not in compiled]
         names = ", ".join(sorted({f"{d.target} ({d.name})" for d in devices}))
         findings: list[Finding] = []
-        override = host.env.get("HSA_OVERRIDE_GFX_VERSION")
+        override = environment(host).get("HSA_OVERRIDE_GFX_VERSION")
         if override:
             findings.append(Finding.info(
                 f"HSA_OVERRIDE_GFX_VERSION={override} is set: torch sees the overridden "

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any, Optional
 
 from rocmdoctor.facts.amd_gpus import GpuAgent, amd_gpus, describe, select
+from rocmdoctor.facts.environment import environment
 from rocmdoctor.facts.nvidia_gpus import nvidia_gpus
 from rocmdoctor.facts.platform import platform_kind
 from rocmdoctor.facts.torch import BUILD_NAMES, imported_skip_reason, torch_info
@@ -36,7 +37,7 @@ def _visible(devices: Sequence[Any], env: dict[str, str], names: tuple[str, ...]
 
 def expected_gpus(host: Host, kind: str) -> tuple[list[str], str, list[str]]:
     """(descriptions of the GPUs torch should see, where they come from, visibility vars)."""
-    env = dict(host.env)
+    env = dict(environment(host))
     if kind == "rocm":
         inventory = amd_gpus(host)
         devices: list[GpuAgent] = list(inventory.gpus)

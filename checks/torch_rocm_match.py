@@ -28,6 +28,7 @@ from rocmdoctor.facts.libload import (
     origin_of,
     rocm_libraries,
 )
+from rocmdoctor.facts.platform import uname_release
 from rocmdoctor.facts.rocm_root import distro_install, distro_rocm_evidence, installed_rocm
 from rocmdoctor.facts.rocm_version import RocmInstall, read_install, release_of_package
 from rocmdoctor.facts.torch import TorchInfo, imported_skip_reason, torch_info
@@ -240,13 +241,13 @@ class TorchRocmMatch(Check):
 
         dkms = dkms_version(host)
         if not dkms:
-            kernel_release = host.platform.kernel_release
+            kernel_release = uname_release(host)
             if "microsoft" in kernel_release.lower():
                 return Status.PASS, [Finding.info(
                     "WSL: the Windows AMD driver runs the GPU (through /dev/dxg); check its "
                     "version against AMD's WSL support table")], None
             if module_present(host):
-                kernel = host.platform.kernel_release or "?"
+                kernel = kernel_release or "?"
                 return Status.PASS, [Finding.info(
                     f"amdgpu is the kernel's own driver (kernel {kernel}); AMD validates ROCm "
                     "with its amdgpu-dkms driver, and new ROCm releases may need a newer "

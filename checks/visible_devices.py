@@ -22,6 +22,8 @@ from rocmdoctor.facts.amd_gpus import (
     kfd_gpus,
     select,
 )
+from rocmdoctor.facts.environment import environment
+from rocmdoctor.facts.nvidia_gpus import smi_list
 from rocmdoctor.facts.platform import platform_kind
 from rocmdoctor.host import Host
 from rocmdoctor.model import Check, CheckResult, Finding, Fix, Status
@@ -62,7 +64,7 @@ class VisibleDevices(Check):
     source = GPU_ISOLATION
 
     def applies(self, host: Host) -> Optional[str]:
-        if not any(v in host.env for v in VARS):
+        if not any(v in environment(host) for v in VARS):
             return "none of ROCR_/HIP_/CUDA_VISIBLE_DEVICES or GPU_DEVICE_ORDINAL is set"
         if platform_kind(host) == "cpu":
             return "no AMD or NVIDIA GPU found"
@@ -74,7 +76,7 @@ class VisibleDevices(Check):
         return self._rocm(host)
 
     def _rocm(self, host: Host) -> CheckResult:
-        env = host.env
+        env = environment(host)
         inv = amd_gpus(host)
         findings: list[Finding] = []
         selections: list[Selection] = []
@@ -115,7 +117,7 @@ class VisibleDevices(Check):
         return self._verdict(selections, final, total, findings, GPU_ISOLATION)
 
     def _cuda(self, host: Host) -> CheckResult:
-        env = host.env
+        env = environment(host)
         findings = [Finding.info(f"{v}={env[v]} is read only by AMD's ROCm runtimes; "
                                  "NVIDIA's ignores it")
                     for v in VARS if v in env and v != "CUDA_VISIBLE_DEVICES"]
@@ -127,8 +129,8 @@ class VisibleDevices(Check):
             return self.result(Status.WARN, f"CUDA_VISIBLE_DEVICES={value} names MIG "
                                "instances, which this check does not verify", findings,
                                source=CUDA_VISIBLE)
-        result = host.run(["nvidia-smi", "-L"])
-        gpus = nvidia_gpus(result.stdout) if result.ok else ()
+        listed = smi_list(host)
+        gpus = nvidia_gpus(listed) if listed is not None else ()
         sel = select("CUDA_VISIBLE_DEVICES", value, gpus, CUDA_UUID)
         if not gpus and value.strip():
             return self.result(Status.WARN, f"CUDA_VISIBLE_DEVICES={value} cannot be checked: "

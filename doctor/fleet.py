@@ -1,7 +1,8 @@
 """`rocmdoctor fleet summarize`: many `check --json` reports, one view.
 
 Pure logic: load reports (a bad file is a one-line reason, never a traceback), group nodes
-by their versions (rocmdoctor.facts.machine), name the odd ones out and what differs from
+by their versions (the `machine` object: facts/machine.py reads it, render/machine.py draws
+it), name the odd ones out and what differs from
 the largest group, and gather each check's failures and warnings with their fixes
 deduplicated across nodes. rocmdoctor.render.fleet renders the result.
 """

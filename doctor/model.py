@@ -190,8 +190,9 @@ class RawSection:
 
 @dataclass(frozen=True)
 class ReportFacts:
-    """What `rocmdoctor report` shows beside the checks, gathered before rendering
-    (rocmdoctor.facts.collect_env): the renderer sees these, never the machine."""
+    """What `rocmdoctor report` shows beside the checks, gathered before rendering (read by
+    rocmdoctor.facts.collect_env, drawn as rows by rocmdoctor.render.report_facts): the
+    renderer sees these, never the machine."""
 
     header: tuple[tuple[str, str], ...]  # (label, value) rows of the environment table
     gpus: tuple[str, ...]  # one line per GPU

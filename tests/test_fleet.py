@@ -21,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rocmdoctor.checks.registry import all_checks
-from rocmdoctor.facts.machine import expand_output_pattern, machine_facts
+from rocmdoctor.facts.machine import machine_facts
 from rocmdoctor.fleet import (
     STATUSES,
     FleetInputError,
@@ -35,6 +35,7 @@ from rocmdoctor.fleet import (
 from rocmdoctor.host.snapshot import SnapshotHost, load_snapshot
 from rocmdoctor.render.check_json import render_json
 from rocmdoctor.render.fleet import RENDERERS, hostlist
+from rocmdoctor.render.machine import expand_output_pattern, machine_object
 from rocmdoctor.runner import run_checks
 from tests.golden import assert_golden
 from tests.helpers import char_dev
@@ -73,11 +74,16 @@ def fleet_snapshots() -> dict[str, dict[str, Any]]:
     }
 
 
+def machine(host: SnapshotHost, platform: str, probe: bool = True) -> dict[str, Any]:
+    """The `machine` object, read and drawn as `check --json` does."""
+    return machine_object(machine_facts(host, platform, probe))
+
+
 def check_json(snapshot: dict[str, Any]) -> str:
     """What `rocmdoctor check --from SNAPSHOT --json` prints."""
     host = SnapshotHost(snapshot)
     report = run_checks(host, all_checks())
-    return render_json(report, machine_facts(host, report.platform))
+    return render_json(report, machine(host, report.platform))
 
 
 def write_reports(folder: Path) -> list[str]:
@@ -138,16 +144,16 @@ def test_machine_facts_never_start_a_command_the_checks_did_not() -> None:
     """No check ran, so rocminfo and nvidia-smi are not run for the machine object either;
     the GPUs come from the torch probe instead."""
     host = CommandLog(mi300x())
-    got = machine_facts(host, "rocm")
+    got = machine(host, "rocm")
     assert host.commands == []
     assert got == {**MI300X_MACHINE, "node": "<redacted>"}
-    assert machine_facts(host, "rocm", probe=False) == {
+    assert machine(host, "rocm", probe=False) == {
         **got, "python": None, "torch": None, "torch_build": None, "torchvision": None,
         "gpus": []}
     run_checks(host, all_checks())
     assert "rocminfo" in host.commands
     before = list(host.commands)
-    assert machine_facts(host, "rocm")["gpus"] == MI300X_MACHINE["gpus"]
+    assert machine(host, "rocm")["gpus"] == MI300X_MACHINE["gpus"]
     assert host.commands == before
 
 
@@ -157,13 +163,13 @@ class BrokenHost(SnapshotHost):
 
 
 def test_machine_facts_never_raise() -> None:
-    got = machine_facts(BrokenHost({"platform": {"hostname": "x.y"}, "python": 3}), "cpu")
+    got = machine(BrokenHost({"platform": {"hostname": "x.y"}, "python": 3}), "cpu")
     assert got == {"node": "x", "os": None, "kernel": None, "rocm": None,
                    "amdgpu_driver": None, "nvidia_driver": None, "python": None,
                    "torch": None, "torch_build": None, "torchvision": None, "gpus": []}
     weird = {"python": {"version": 3, "torch": {"imported": True, "devices": [None, 7]},
                         "packages": []}}
-    assert machine_facts(SnapshotHost(weird), "rocm")["torch_build"] == "CPU"
+    assert machine(SnapshotHost(weird), "rocm")["torch_build"] == "CPU"
 
 
 @pytest.mark.parametrize(("pattern", "env", "expected"), [

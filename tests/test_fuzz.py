@@ -44,7 +44,6 @@ from rocmdoctor.facts import (
     collect_env,
     cpu,
     kernel_log,
-    machine,
     nvidia_gpus,
     nvidia_smi_q,
     os_release,
@@ -72,6 +71,7 @@ from rocmdoctor.kb import (
     torch_wheels,
 )
 from rocmdoctor.kb.allocator import option_names
+from rocmdoctor.render import machine
 from tests.helpers import REAL, fixture_text
 
 FULL = int(os.environ.get("ROCMDOCTOR_FUZZ_EXAMPLES", "0") or 0)
@@ -272,8 +272,8 @@ PARSERS: dict[str, tuple[Callable[[str], Any], list[str]]] = {
                                               seeds("nvidia-smi-q")),
     "facts.amd_smi.parse_amd_smi_json": (amd_smi.parse_amd_smi_json, seeds("amd-smi")),
     "facts.amd_smi.number": (amd_smi.number, VERSIONS + ["1024 MB", "N/A", "42"]),
-    "facts.machine.short_hostname": (machine.short_hostname, ["gpu-node-07.example.org"]),
-    "facts.machine.expand_output_pattern": (_output_pattern, ["out/%N.json", "%h-100%%.txt"]),
+    "render.machine.short_hostname": (machine.short_hostname, ["gpu-node-07.example.org"]),
+    "render.machine.expand_output_pattern": (_output_pattern, ["out/%N.json", "%h-100%%.txt"]),
     "facts.os_release.parse_os_release": (
         lambda t: os_release.os_release_from(os_release.parse_os_release(t)),
         ['NAME="Ubuntu"\nVERSION_ID="24.04"\nID=ubuntu\nID_LIKE=debian\n']),

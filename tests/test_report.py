@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from rocmdoctor.checks.registry import all_checks
-from rocmdoctor.facts.collect_env import report_facts
+from rocmdoctor.facts.collect_env import report_readings
 from rocmdoctor.host.snapshot import SnapshotHost
 from rocmdoctor.model import Report, ReportFacts
 from rocmdoctor.redact import Redactor
@@ -19,6 +19,7 @@ from rocmdoctor.render.report import (
     render_report_json,
     render_text,
 )
+from rocmdoctor.render.report_facts import report_facts
 from rocmdoctor.runner import run_checks
 from tests.golden import assert_golden
 from tests.helpers import char_dev, fixture_text, make_snapshot
@@ -127,7 +128,8 @@ def render(data: dict[str, Any], fmt: str = "markdown", redact: bool = True,
            limit: int = GITHUB_BODY_LIMIT) -> str:
     host = SnapshotHost(data)
     report: Report = run_checks(host, all_checks())
-    facts: ReportFacts = report_facts(host, report.platform, report.tool_version)
+    facts: ReportFacts = report_facts(report_readings(host, report.platform),
+                                      report.tool_version)
     user = host.user.name
     redactor = Redactor((user,), (host.platform.hostname,), (f"/home/{user}",), enabled=redact)
     if fmt == "markdown":

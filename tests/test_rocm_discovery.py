@@ -12,8 +12,7 @@ from typing import Any
 
 from rocmdoctor.checks.rocm_install import POST_INSTALL, RocmInstallCheck
 from rocmdoctor.checks.rocm_permissions import RocmPermissions
-from rocmdoctor.facts.collect_env import gather as gather_raw
-from rocmdoctor.facts.collect_env import header_rows
+from rocmdoctor.facts.collect_env import report_readings
 from rocmdoctor.facts.rocm_root import (
     FEDORA_ROCM_CORE_SPEC,
     TARBALL_INSTALL,
@@ -25,6 +24,7 @@ from rocmdoctor.host import Host
 from rocmdoctor.host.snapshot import SnapshotHost
 from rocmdoctor.kb.torch_wheels import WHEEL_NEEDS_NO_SYSTEM_ROCM
 from rocmdoctor.model import CheckResult, Finding, Fix, Status
+from rocmdoctor.render.report_facts import header_rows
 from rocmdoctor.runner import run_one
 from tests.helpers import fixture_header, fixture_text, host_of, make_snapshot
 
@@ -45,7 +45,7 @@ def check(host: Host) -> CheckResult:
 
 
 def header(host: Host, platform: str = "rocm") -> dict[str, str]:
-    return dict(header_rows(host, gather_raw(host), platform, "0.1.0"))
+    return dict(header_rows(report_readings(host, platform), "0.1.0"))
 
 
 def rocm_version_h(version: str) -> str:

@@ -236,7 +236,7 @@ def check(
         import os
         import platform
 
-        from rocmdoctor.facts.machine import expand_output_pattern
+        from rocmdoctor.render.machine import expand_output_pattern
 
         try:
             output = expand_output_pattern(output, os.environ, platform.node())
@@ -260,9 +260,10 @@ def check(
     if json_out:
         from rocmdoctor.facts.machine import machine_facts
         from rocmdoctor.render.check_json import render_json
+        from rocmdoctor.render.machine import machine_object
 
         machine = machine_facts(host, report.platform, probe=probe or from_file is not None)
-        _write_output(render_json(report, machine), output)
+        _write_output(render_json(report, machine_object(machine)), output)
     else:
         from rocmdoctor.cli.common import terminal_width, use_color
         from rocmdoctor.render.terminal import render_terminal
@@ -351,14 +352,15 @@ def report(
         raise fail(f"unknown --format {fmt!r} (choose markdown, text or json)")
     if snapshot_out is not None and from_file is not None:
         raise fail("--snapshot needs a live run; it cannot be combined with --from")
-    from rocmdoctor.facts.collect_env import report_facts
+    from rocmdoctor.facts.collect_env import report_readings
     from rocmdoctor.redact import Redactor
     from rocmdoctor.render.report import render_markdown, render_report_json, render_text
+    from rocmdoctor.render.report_facts import report_facts
 
     host = _make_host(from_file, timeout, python, rocm_root=rocm_root)
     with _progress(host):
         result = _run_report(host, _select([], [], collectives, deep), timeout)
-        facts = report_facts(host, result.platform, result.tool_version)
+        facts = report_facts(report_readings(host, result.platform), result.tool_version)
     # Under sudo the account that trains is SUDO_USER, and findings name it: for_account
     # hides it too.
     redactor = Redactor.for_account(host.user.name, host.platform.hostname, host.env,

@@ -104,11 +104,22 @@ def parse_kfd_properties(text: str) -> dict[str, int]:
     return props
 
 
+def kfd_node_names(host: Host) -> Optional[tuple[str, ...]]:
+    """The entries of the KFD topology's nodes folder (None: it does not exist, amdkfd did
+    not start), read once."""
+
+    def compute() -> Optional[tuple[str, ...]]:
+        names = host.listdir(KFD_NODES)
+        return tuple(names) if names is not None else None
+
+    return host.memo("facts:kfd-nodes", compute)
+
+
 def kfd_gpus(host: Host) -> tuple[GpuAgent, ...]:
     """GPU nodes of the KFD topology, in node order (the order ROCr enumerates them)."""
 
     def compute() -> tuple[GpuAgent, ...]:
-        entries = [e for e in host.listdir(KFD_NODES) or []
+        entries = [e for e in kfd_node_names(host) or []
                    if e.isascii() and e.isdigit() and len(e) <= 9]
         gpus: list[GpuAgent] = []
         for node in sorted(entries, key=int):

@@ -18,6 +18,7 @@ from rocmdoctor.host import Host
 MODULE_DIR = "/sys/module/amdgpu"
 VERSION_FILE = "/sys/module/amdgpu/version"
 INITSTATE_FILE = "/sys/module/amdgpu/initstate"
+PARAMETERS = "/sys/module/amdgpu/parameters"
 
 
 def parse_proc_modules(text: str) -> dict[str, str]:
@@ -81,7 +82,32 @@ def dkms_version(host: Host) -> Optional[str]:
 
 
 def module_present(host: Host) -> bool:
-    return host.exists(MODULE_DIR)
+    """Whether /sys/module/amdgpu exists (amdgpu is loaded or built in), read once."""
+    return host.memo("amdgpu:present", lambda: host.exists(MODULE_DIR))
+
+
+def parameter_file(name: str) -> str:
+    """The sysfs file of one amdgpu module parameter."""
+    return f"{PARAMETERS}/{name}"
+
+
+def module_parameter(host: Host, name: str) -> Optional[str]:
+    """An amdgpu module parameter's value as sysfs prints it (None: unreadable)."""
+    return host.read_file(parameter_file(name))
+
+
+@dataclass(frozen=True)
+class ModuleFile:
+    """The amdgpu module installed for the running kernel, as `modinfo -n amdgpu` names it."""
+
+    path: str  # "" when modinfo named none
+    none_installed: bool  # modinfo answered that there is none (exit 1, not a timeout)
+
+
+def module_file(host: Host) -> ModuleFile:
+    result = host.run(["modinfo", "-n", "amdgpu"])
+    return ModuleFile(result.stdout.strip() if result.ok else "",
+                      result.returncode == 1 and not result.timed_out)
 
 
 def amdgpu_module(host: Host) -> AmdgpuModule:

@@ -6,12 +6,12 @@ By hand: `cat /proc/cmdline`; `grep -rw amdgpu /etc/modprobe.d/`.
 
 from __future__ import annotations
 
-import shlex
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rocmdoctor.host import Host
 from rocmdoctor.kb.boot import BLACKLIST_PARAMS, MODPROBE_GLOB
+
+CMDLINE_FILE = "/proc/cmdline"
 
 
 @dataclass(frozen=True)
@@ -59,10 +59,10 @@ def modprobe_lines(host: Host) -> list[ModprobeLine]:
     return host.memo("amdgpu:modprobe.d", compute)
 
 
-def comment_out(lines: Sequence[ModprobeLine]) -> list[str]:
-    """Exact commands that comment out these lines of /etc/modprobe.d files."""
-    return [f"sudo sed -i '{m.lineno}s/^/# /' {shlex.quote(m.path)}" for m in lines]
+def cmdline_text(host: Host) -> str:
+    """The kernel command line as /proc/cmdline gives it ("" when unreadable), read once."""
+    return host.memo("facts:cmdline", lambda: host.read_file(CMDLINE_FILE) or "")
 
 
 def kernel_cmdline(host: Host) -> CmdlineFacts:
-    return parse_cmdline(host.read_file("/proc/cmdline") or "")
+    return parse_cmdline(cmdline_text(host))

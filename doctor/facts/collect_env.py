@@ -1,23 +1,24 @@
 """The facts `rocmdoctor report` shows beside the checks: what collect_env prints, what it
 lacks on ROCm, and the environment table. Everything comes through the Host, so `snapshot`
-records it and a replay (`report --from`) shows the same thing; `report_facts` gathers it all
-into a model.ReportFacts before anything is rendered.
+records it and a replay (`report --from`) shows the same thing. `report_readings` gathers it
+all before anything is drawn; render/report_facts.py makes the report's rows of it.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Optional
 
+from rocmdoctor.facts.amd_gpus import GpuAgent
 from rocmdoctor.facts.cpu import cpu_info
-from rocmdoctor.facts.os_release import read_os_release
+from rocmdoctor.facts.os_release import os_pretty_name
+from rocmdoctor.facts.rocm_root import Discovery
 from rocmdoctor.facts.rocminfo import ANSI
 from rocmdoctor.facts.torch import TorchInfo, torch_info
 from rocmdoctor.host import CommandResult, Host
-from rocmdoctor.model import RawSection, ReportFacts
+from rocmdoctor.model import RawSection
 
 # The SMI to show: amd-smi where it exists, else rocm-smi; nvidia-smi on NVIDIA machines.
 AMD_SMI_COMMANDS = (("amd-smi", "version"), ("amd-smi", "static"))
@@ -35,10 +36,6 @@ ENV_PREFIXES = ("HIP_", "HSA_", "ROCR_", "ROCM", "AMD_", "MIOPEN_", "PYTORCH_", 
                 "CUDA_", "NCCL_", "RCCL_", "OMP_")
 
 
-ALLOC_VARIABLES = ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_HIP_ALLOC_CONF", "PYTORCH_ALLOC_CONF")
-NA = "n/a"
-
-
 @dataclass(frozen=True)
 class RawFacts:
     """The commands and files the report reads for itself (memoised per host)."""
@@ -49,11 +46,6 @@ class RawFacts:
     smi: tuple[RawSection, ...]
     rocminfo: Optional[RawSection]
     env: dict[str, str]
-
-
-def os_pretty_name(host: Host) -> Optional[str]:
-    osr = read_os_release(host)
-    return osr.pretty_name if osr else None
 
 
 def _first_match(result: CommandResult, pattern: str) -> Optional[str]:
@@ -125,140 +117,49 @@ def gather(host: Host) -> RawFacts:
     return host.memo("report:facts", compute)
 
 
-def _gib(n: Optional[int]) -> str:
-    return f"{n / 2**30:.1f} GiB" if n else "?"
+@dataclass(frozen=True)
+class ReportReadings:
+    """Everything the report shows beside the check results, read before it is drawn."""
+
+    raw: RawFacts
+    platform: str  # rocm, cuda or cpu
+    machine: str  # x86_64
+    kernel_release: str  # uname -r ("" when not known)
+    kb_date: str  # the date of the knowledge tables
+    torch: TorchInfo
+    rocm: Discovery  # where ROCm is, and what was passed over
+    hip_runtime: Optional[tuple[str, Optional[str]]]  # the HIP runtime torch loads: path, kind
+    amdgpu_driver: Optional[str]  # on ROCm machines: "6.8.5 (AMD DKMS)", "inbox driver ..."
+    nvidia_driver: Optional[str]
+    amd_gpus: tuple[GpuAgent, ...]  # on ROCm machines: rocminfo's GPUs (or the KFD's)
+    cuda_module_loading: Optional[str]  # $CUDA_MODULE_LOADING
 
 
-def _torch_line(torch: TorchInfo) -> tuple[str, str]:
-    if not torch.probed:
-        return "not probed", NA
-    if not torch.imported:
-        err = torch.error or "not installed"
-        line = f"{torch.package} (import failed: {err})" if torch.package else err
-    else:
-        build = (f"HIP {torch.hip}" if torch.hip else f"CUDA {torch.cuda}" if torch.cuda
-                 else "CPU build")
-        line = (f"{torch.version} ({build}); available: {torch.available}, "
-                f"devices: {torch.device_count}")
-    return line, torch.packages.get("torchvision") or "not installed"
-
-
-def header_rows(host: Host, raw: RawFacts, platform: str, tool_version: str
-                ) -> list[tuple[str, str]]:
+def report_readings(host: Host, platform: str) -> ReportReadings:
+    """Read now, in the order the report shows them."""
+    from rocmdoctor.facts.amd_gpus import amd_gpus
     from rocmdoctor.facts.amdgpu_module import describe_driver
-    from rocmdoctor.facts.machine import nvidia_driver_version
+    from rocmdoctor.facts.environment import environment
+    from rocmdoctor.facts.libload import libload_known, rocm_libraries
+    from rocmdoctor.facts.nvidia_gpus import nvidia_driver_version
+    from rocmdoctor.facts.platform import uname_release
     from rocmdoctor.facts.rocm_root import discover_rocm
     from rocmdoctor.kb import KB_DATE
 
-    plat = host.platform
+    raw = gather(host)
+    machine = host.platform.machine
     torch = torch_info(host)
-    rows: list[tuple[str, str]] = [
-        ("rocmdoctor", tool_version),
-        ("Knowledge base", f"tables dated {KB_DATE}"),
-        ("OS", f"{raw.os_name or 'unknown'} ({plat.machine})"),
-        ("Kernel", plat.kernel_release or "unknown"),
-    ]
-    found = discover_rocm(host, with_python=torch.probed)
-    root = found.root
-    passed = f"; passed over: {'; '.join(found.passed_over)}" if found.passed_over else ""
-    if root is None:
-        rows.append(("ROCm", f"not installed{passed}"))
-    else:
-        version = root.version or "release not recorded"
-        rows.append(("ROCm", f"{version} at {root.path} (found by {root.found_by}; "
-                             f"{root.kind}){passed}"))
-    if host.known("facts:libload"):  # rocm-libraries ran: the copy torch really loads
-        from rocmdoctor.facts.libload import rocm_libraries
-
+    rocm = discover_rocm(host, with_python=torch.probed)
+    hip_runtime = None
+    if libload_known(host):  # rocm-libraries ran: the copy torch really loads
         hip = rocm_libraries(host).library("hip")
         if hip is not None and hip.path:
-            rows.append(("HIP runtime torch loads",
-                         f"{hip.path} ({rocm_libraries(host).kind})"))
-    if platform == "rocm":
-        rows.append(("amdgpu driver", describe_driver(host)))
+            hip_runtime = (hip.path, rocm_libraries(host).kind)
+    amdgpu_driver = describe_driver(host) if platform == "rocm" else None
     nvidia = nvidia_driver_version(host)
-    if nvidia:
-        rows.append(("NVIDIA driver", nvidia))
-    if torch.probed:
-        rows.append(("Python", f"{torch.python_version or '?'} ({torch.executable or '?'})"))
-    torch_line, vision = _torch_line(torch)
-    rows.append(("PyTorch", torch_line))
-    rows.append(("torchvision", vision))
-    rows.append(("CPU", raw.cpu or "unknown"))
-    return rows
-
-
-def gpu_lines(host: Host, platform: str) -> list[str]:
-    """One line per GPU: from rocminfo/KFD on AMD machines, else what torch saw."""
-    from rocmdoctor.facts.amd_gpus import amd_gpus
-
-    torch = torch_info(host)
-    arch_list = set(torch.arch_list)
-    gpus: list[str] = []
-    inventory = amd_gpus(host) if platform == "rocm" else None
-    if inventory is not None and inventory.gpus:
-        for g in inventory.gpus:
-            support = ""
-            if arch_list:
-                support = ", in torch's arch list" if g.gfx in arch_list else (
-                    ", NOT in torch's arch list")
-            kind = ", integrated" if g.is_integrated else ""
-            cus = f", {g.compute_units} CUs" if g.compute_units else ""
-            gpus.append(f"{g.index}: {g.name} ({g.gfx_full}{cus}, {_gib(g.vram_bytes)}"
-                        f"{kind}{support})")
-        return gpus
-    return [f"{d.index}: {d.name} ({d.arch}, {_gib(d.total_memory)})" for d in torch.devices]
-
-
-def _text(value: object) -> str:
-    return NA if value is None else str(value)
-
-
-def collect_env_fields(host: Host, raw: RawFacts) -> list[tuple[str, str]]:
-    """The fields `python -m torch.utils.collect_env` prints, filled the way it fills them
-    (torch/utils/collect_env.py: get_libc_version, get_python_platform, get_cudnn_version)."""
-    from rocmdoctor.facts.machine import nvidia_driver_version
-
-    torch = torch_info(host)
-    alloc = {k: v for k, v in raw.env.items() if k in ALLOC_VARIABLES}
-    return [
-        ("PyTorch version", _text(torch.version or torch.package)),
-        ("Is debug build", _text(torch.debug)),
-        ("CUDA used to build PyTorch", _text(torch.cuda)),
-        ("ROCM used to build PyTorch", _text(torch.hip)),
-        ("OS", f"{raw.os_name or NA} ({host.platform.machine})"),
-        ("GCC version", raw.toolchain.get("GCC version", NA)),
-        ("Clang version", raw.toolchain.get("Clang version", NA)),
-        ("CMake version", raw.toolchain.get("CMake version", NA)),
-        ("Libc version", _text(torch.libc)),
-        ("Python version", _text(torch.python_version)),
-        ("Python platform", _text(torch.python_platform)),
-        ("Is CUDA available", _text(torch.available)),
-        ("CUDA runtime version", raw.toolchain.get("CUDA runtime version (nvcc)", NA)),
-        ("CUDA_MODULE_LOADING set to", host.env.get("CUDA_MODULE_LOADING", NA)),
-        ("GPU models and configuration",
-         "; ".join(f"GPU {d.index}: {d.name} ({d.arch})" for d in torch.devices) or NA),
-        ("Nvidia driver version", nvidia_driver_version(host) or NA),
-        ("cuDNN version", _text(torch.cudnn_version) if torch.cuda else NA),
-        ("HIP runtime version", _text(torch.hip_runtime)),
-        ("MIOpen runtime version", _text(torch.miopen)),
-        ("Is XNNPACK available", _text(torch.xnnpack)),
-        ("Caching allocator config", json.dumps(alloc) if alloc else "not set"),
-        ("HIP version (hipcc)", raw.toolchain.get("HIP version (hipcc)", NA)),
-        ("Versions of relevant libraries",
-         ", ".join(f"{k}=={v}" for k, v in sorted(torch.packages.items()) if v) or NA),
-    ]
-
-
-def report_facts(host: Host, platform: str, tool_version: str) -> ReportFacts:
-    """Everything the report shows beside the check results, read now."""
-    raw = gather(host)
-    sections = ((raw.rocminfo,) if raw.rocminfo is not None else ()) + raw.smi
-    return ReportFacts(
-        header=tuple(header_rows(host, raw, platform, tool_version)),
-        gpus=tuple(gpu_lines(host, platform)),
-        collect_env=tuple(collect_env_fields(host, raw)),
-        sections=sections,
-        env=tuple(raw.env.items()),
-        packages=tuple(sorted(torch_info(host).packages.items())),
-    )
+    gpus = amd_gpus(host).gpus if platform == "rocm" else ()
+    return ReportReadings(
+        raw=raw, platform=platform, machine=machine, kernel_release=uname_release(host),
+        kb_date=KB_DATE, torch=torch, rocm=rocm, hip_runtime=hip_runtime,
+        amdgpu_driver=amdgpu_driver, nvidia_driver=nvidia, amd_gpus=tuple(gpus),
+        cuda_module_loading=environment(host).get("CUDA_MODULE_LOADING"))

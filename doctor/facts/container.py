@@ -1,4 +1,5 @@
-"""Whether this process runs in a container, which runtime, and how to pass the GPU into it.
+"""Whether this process runs in a container, which runtime, and its GPU device nodes (how to
+pass the GPU into one is rocmdoctor.fixes.passthrough_fix).
 
 The one reader of the container facts (the snapshot contract's "container" reads): paths
 `/.dockerenv`, `/run/.containerenv`, `/.singularity.d`; files `/proc/1/cgroup`,
@@ -23,7 +24,6 @@ from typing import Optional
 
 from rocmdoctor.host import Host, PathInfo
 from rocmdoctor.kb import containers as kb
-from rocmdoctor.model import Fix
 
 KFD = "/dev/kfd"
 RENDER_GLOB = "/dev/dri/renderD*"
@@ -190,71 +190,25 @@ class GpuNodes:
     missing: tuple[str, ...]  # paths or globs absent
 
 
+def kfd_device(host: Host) -> Optional[PathInfo]:
+    """/dev/kfd's stat facts (None: it does not exist), read once."""
+    return host.memo("facts:kfd", lambda: host.stat(KFD))
+
+
+def render_devices(host: Host) -> tuple[tuple[str, PathInfo], ...]:
+    """(path, stat facts) of every /dev/dri/renderD* node, read once."""
+    return host.memo("facts:render-nodes", lambda: tuple(
+        (p, i) for p in host.glob(RENDER_GLOB) if (i := host.stat(p)) is not None))
+
+
 def gpu_nodes(host: Host, vendor: str) -> GpuNodes:
     if vendor == "amd":
-        present = [(p, i) for p in (KFD,) if (i := host.stat(p)) is not None]
-        renders = [(p, i) for p in host.glob(RENDER_GLOB) if (i := host.stat(p)) is not None]
+        kfd = kfd_device(host)
+        present = [(KFD, kfd)] if kfd is not None else []
+        renders = list(render_devices(host))
         missing = ([] if present else [KFD]) + ([] if renders else [RENDER_GLOB])
         return GpuNodes(vendor, tuple(present + renders), tuple(missing))
     present = [(p, i) for p in NVIDIA_NODES if (i := host.stat(p)) is not None]
     cards = [(p, i) for p in host.glob(NVIDIA_GLOB) if (i := host.stat(p)) is not None]
     missing = [p for p in NVIDIA_NODES if host.stat(p) is None] + ([] if cards else [NVIDIA_GLOB])
     return GpuNodes(vendor, tuple(present + cards), tuple(missing))
-
-
-def passthrough_fix(info: ContainerInfo, vendor: str, gids: tuple[int, ...] = (),
-                    devices_missing: bool = True) -> tuple[Fix, str]:
-    """(how to start this runtime with the GPU, the source), for AMD or NVIDIA GPUs."""
-    runtime = info.runtime
-    if vendor == "nvidia":
-        if runtime == kb.KUBERNETES:
-            return Fix("Request the GPU in the pod spec (resources: limits: nvidia.com/gpu: 1); "
-                       "the cluster needs NVIDIA's device plugin."), kb.K8S_GPUS
-        if runtime == kb.APPTAINER:
-            return Fix("Start the container with --nv (apptainer exec --nv <image.sif> ...)."
-                       ), kb.NVIDIA_TOOLKIT
-        return Fix("Start the container with --gpus all; the host needs the NVIDIA Container "
-                   "Toolkit, registered with the runtime (then restart the daemon).",
-                   ("sudo nvidia-ctk runtime configure --runtime=docker",
-                    "sudo systemctl restart docker"), needs_root=True), kb.NVIDIA_TOOLKIT
-    if runtime == kb.KUBERNETES:
-        return Fix("Request the GPU in the pod spec (resources: limits: amd.com/gpu: 1, GPUs go in "
-                   "limits only); the cluster needs AMD's device plugin DaemonSet, on nodes "
-                   "with the amdgpu driver loaded.",
-                   (f"kubectl create -f {kb.K8S_AMD_PLUGIN_YAML}",)), kb.K8S_AMD_PLUGIN
-    if runtime == kb.APPTAINER:
-        return Fix("Start the container with --rocm (it binds /dev/kfd and /dev/dri); with "
-                   "--contain or --containall bind them yourself: apptainer exec --containall "
-                   "--bind=/dev/kfd,/dev/dri <image.sif> ..."), kb.APPTAINER_CONTAINALL
-    if runtime == kb.LXC:
-        return Fix("Pass /dev/kfd and /dev/dri/renderD* into the container in its LXC "
-                   "configuration (bind mounts and device-cgroup permissions for both), on the "
-                   "host."), kb.AMD_DOCKER
-    tool = "podman" if runtime == kb.PODMAN else "docker"
-    groups = " ".join(f"--group-add {g}" for g in gids)
-    if not groups:
-        groups = ("--group-add keep-groups" if info.rootless else
-                  "--group-add video --group-add $(getent group render | cut -d: -f3)")
-    devices = "--device=/dev/kfd --device=/dev/dri " if devices_missing else ""
-    text = (f"Start the container with {devices}{groups}: `{tool} run {devices}{groups} "
-            "<image>` (a group is given by its number, as `ls -ln /dev/kfd /dev/dri/renderD*` "
-            "on the host shows it: names differ between host and container)")
-    if info.rootless or info.user_namespace:
-        text += ("; in a user namespace a host group reaches the container only when it is "
-                 "mapped (/etc/subgid), and rootless Podman keeps your own groups only with "
-                 "--group-add keep-groups (crun)")
-        source = kb.PODMAN_KEEP_GROUPS
-    else:
-        source = kb.AMD_DOCKER if devices_missing else kb.ROCM_DOCKER_GID
-    return Fix(text + "."), source
-
-
-def sudo_note(host: Host) -> Optional[str]:
-    """When rocmdoctor runs as root for another account (sudo), what that changes: sudo
-    resets the environment (sudoers env_reset) and root passes every permission check."""
-    who = (host.env.get("SUDO_USER") or "").strip()
-    if host.user.uid != 0 or not who or who == "root":
-        return None
-    return (f"running as root through sudo for {who}: these results describe root, who opens "
-            f"/dev/kfd whatever its groups and whose environment sudo resets (LD_LIBRARY_PATH "
-            f"is dropped), not {who} who trains")

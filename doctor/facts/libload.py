@@ -239,7 +239,27 @@ def rocm_libraries(host: Host) -> LibLoad:
     return host.memo("facts:libload", compute)
 
 
+def libload_known(host: Host) -> bool:
+    """Whether the library-load child already ran (or was replayed) for this host: a caller
+    that only wants what the checks paid for never starts it."""
+    return host.known("facts:libload")
+
+
 LD_SO_CONF = "/etc/ld.so.conf"
+LD_PRELOAD_FILE = "/etc/ld.so.preload"
+
+
+def ld_so_preload(host: Host) -> tuple[str, ...]:
+    """The libraries /etc/ld.so.preload injects into every process (ld.so(8): separated by
+    white space or colons), read once; none when the file is absent or empty."""
+
+    def compute() -> tuple[str, ...]:
+        text = host.read_file(LD_PRELOAD_FILE)
+        if not text:
+            return ()
+        return tuple(e for e in text.replace(":", " ").split() if not e.startswith("#"))
+
+    return host.memo("facts:ld_so_preload", compute)
 
 
 def parse_ld_so_conf(text: str) -> tuple[list[str], list[str]]:

@@ -148,6 +148,22 @@ def proc_driver_version(host: Host) -> Optional[str]:
     return text.splitlines()[0][:120] if text else None
 
 
+def smi_list(host: Host) -> Optional[str]:
+    """What `nvidia-smi -L` prints ("GPU 0: NVIDIA H200 (UUID: GPU-...)" per GPU); None when
+    it did not answer."""
+    result = host.run(["nvidia-smi", "-L"])
+    return result.stdout if result.ok else None
+
+
+def nvidia_driver_version(host: Host) -> Optional[str]:
+    """The NVIDIA driver version nvidia-smi reports, None on machines without NVIDIA signs."""
+    from rocmdoctor.facts.platform import nvidia_signals
+
+    if not nvidia_signals(host):
+        return None
+    return nvidia_gpus(host).driver_version
+
+
 def nvidia_gpus(host: Host) -> NvidiaInventory:
     """The NVIDIA GPUs on this host (memoized). `error` is set when nvidia-smi gave none."""
 

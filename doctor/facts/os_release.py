@@ -88,6 +88,12 @@ def read_os_release(host: Host) -> Optional[OsRelease]:
     return host.memo("os_release", compute)
 
 
+def os_pretty_name(host: Host) -> Optional[str]:
+    """PRETTY_NAME ("Ubuntu 22.04.5 LTS"), None without an os-release file."""
+    osr = read_os_release(host)
+    return osr.pretty_name if osr else None
+
+
 def wsl_kernel(host: Host) -> Optional[str]:
     """The kernel release when it is a WSL kernel (…-microsoft-standard-WSL2), else None."""
     return kernel_release(host) if is_wsl(host) else None

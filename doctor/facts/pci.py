@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional
 
-from rocmdoctor.facts.amd_gpus import KFD_NODES, parse_kfd_properties
+from rocmdoctor.facts.amd_gpus import KFD_NODES, kfd_node_names, parse_kfd_properties
 from rocmdoctor.host import Host
 
 PCI_DEVICES = "/sys/bus/pci/devices"
@@ -166,6 +166,13 @@ def device(host: Host, bdf: str) -> Optional[PciDevice]:
     return next((d for d in pci_devices(host) if d.bdf == bdf), None)
 
 
+def bound_driver(host: Host, bdf: str) -> Optional[str]:
+    """The driver bound to a PCI device ("amdgpu", "vfio-pci"): where its driver link leads;
+    None when no driver is bound."""
+    info = host.stat(f"{PCI_DEVICES}/{bdf}/driver")
+    return info.target.rstrip("/").rsplit("/", 1)[-1] if info and info.target else None
+
+
 @dataclass(frozen=True)
 class KfdNode:
     node: int
@@ -185,7 +192,7 @@ def kfd_gpu_nodes(host: Host) -> tuple[KfdNode, ...]:
 
     def compute() -> tuple[KfdNode, ...]:
         nodes = []
-        for entry in sorted((e for e in host.listdir(KFD_NODES) or []
+        for entry in sorted((e for e in kfd_node_names(host) or []
                              if e.isascii() and e.isdigit() and len(e) <= 9), key=int):
             props = parse_kfd_properties(host.read_file(f"{KFD_NODES}/{entry}/properties") or "")
             if props.get("simd_count", 0) == 0:

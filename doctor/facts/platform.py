@@ -4,14 +4,18 @@ from __future__ import annotations
 
 from typing import Optional
 
+from rocmdoctor.facts.amdgpu_module import module_present
+
 # The container facts live in facts/container.py; container_signals stays importable here.
 from rocmdoctor.facts.container import container_signals as container_signals
+from rocmdoctor.facts.container import kfd_device
 from rocmdoctor.host import Host
 
 AMD_PCI_VENDOR = "0x1002"
 NVIDIA_PCI_VENDOR = "0x10de"
 # PCI class codes of display controllers (0x03xxxx) and processing accelerators (0x12xxxx).
 GPU_PCI_CLASSES = ("0x03", "0x12")
+KERNEL_VERSION_FILE = "/proc/version"
 
 
 def _pci_gpu_vendors(host: Host) -> set[str]:
@@ -49,9 +53,9 @@ def amd_signals(host: Host) -> list[str]:
         signals = []
         if AMD_PCI_VENDOR in _pci_gpu_vendors(host):
             signals.append("an AMD GPU on the PCI bus")
-        if host.exists("/sys/module/amdgpu"):
+        if module_present(host):
             signals.append("the amdgpu driver is loaded")
-        if host.exists("/dev/kfd"):
+        if kfd_device(host) is not None:
             signals.append("/dev/kfd exists")
         if rocm_roots(host):
             signals.append("ROCm is installed")
@@ -81,7 +85,7 @@ def gpu_vendors(host: Host) -> set[str]:
     def compute() -> set[str]:
         vendors = _pci_gpu_vendors(host)
         found = set()
-        if AMD_PCI_VENDOR in vendors or host.exists("/sys/module/amdgpu"):
+        if AMD_PCI_VENDOR in vendors or module_present(host):
             found.add("amd")
         if NVIDIA_PCI_VENDOR in vendors or host.exists("/proc/driver/nvidia/version"):
             found.add("nvidia")
@@ -109,14 +113,25 @@ def not_rocm_reason(host: Host) -> Optional[str]:
     return "no AMD GPU, amdgpu driver or ROCm install found"
 
 
+def uname_release(host: Host) -> str:
+    """The running kernel's release as uname(2) gives it (`uname -r`; "" when not known)."""
+    return host.platform.kernel_release
+
+
+def proc_version(host: Host) -> str:
+    """/proc/version ("Linux version 6.8.0-45-generic ..."; "" when unreadable), read once."""
+    return host.memo("facts:proc_version", lambda: host.read_file(KERNEL_VERSION_FILE) or "")
+
+
 def is_wsl(host: Host) -> bool:
     """WSL2 kernels are named like 5.15.153.1-microsoft-standard-WSL2."""
-    release = host.platform.kernel_release.lower()
+    release = uname_release(host).lower()
     return "microsoft" in release or "wsl" in release
 
 
 def kernel_release(host: Host) -> str:
-    if host.platform.kernel_release:
-        return host.platform.kernel_release
-    words = (host.read_file("/proc/version") or "").split()
+    """`uname -r`, else the release /proc/version names, else "unknown"."""
+    if uname_release(host):
+        return uname_release(host)
+    words = proc_version(host).split()
     return words[2] if words[:2] == ["Linux", "version"] and len(words) > 2 else "unknown"

@@ -52,11 +52,16 @@ def _version(release: tuple[int, ...]) -> str:
     return ".".join(str(p) for p in release)
 
 
+def dxg_present(host: Host) -> bool:
+    """Whether /dev/dxg exists (WSL shares a GPU with Linux through it), read once."""
+    return host.memo("facts:dxg", lambda: host.exists(DXG))
+
+
 def wsl_advice(host: Host) -> Optional[WslAdvice]:
     """What a ROCm torch on WSL needs for its runtime; None off WSL or without a ROCm torch."""
 
     def compute() -> Optional[WslAdvice]:
-        if not is_wsl(host) or not host.exists(DXG):
+        if not is_wsl(host) or not dxg_present(host):
             return None
         torch = torch_info(host)
         release = _torch_rocm(torch.any_version, torch.hip)

@@ -44,22 +44,19 @@ TARGETS = (
 )
 TORCH_HIP = "libtorch_hip.so"
 MAX_MAPPED = 2000
-PR_SET_PDEATHSIG = 1
 
 
-def _die_with_parent(parent_pid: Optional[int]) -> None:
-    if parent_pid is None or not sys.platform.startswith("linux"):
-        return
-    try:
-        import ctypes
-        import signal
+def _child_setup() -> Any:
+    """child_setup.py (die with the parent, keep stdout), loaded by path from this script's
+    folder: rocmdoctor itself need not be importable in the Python that trains."""
+    import importlib.util
 
-        ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
-        os.kill(parent_pid, 0)
-    except ProcessLookupError:
-        os._exit(0)
-    except Exception:
-        return
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "child_setup.py")
+    spec = importlib.util.spec_from_file_location("rocmdoctor_child_setup", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def matches(name: str, prefix: str) -> bool:
@@ -258,30 +255,17 @@ class LibLoad:
                         entry["also"] = hits[1:]
 
 
-def _parent_pid(argv: list[str]) -> Optional[int]:
-    if "--parent-pid" in argv:
-        try:
-            return int(argv[argv.index("--parent-pid") + 1])
-        except (IndexError, ValueError):
-            return None
-    return None
-
-
 def main(argv: list[str]) -> int:
-    _die_with_parent(_parent_pid(argv))
-    here = os.path.dirname(os.path.abspath(__file__))
-    sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != here]
-    out_fd = os.dup(1)
-    os.dup2(2, 1)  # whatever a library's constructor prints goes to stderr
+    setup = _child_setup()
+    setup.die_with_parent(setup.parent_pid_from_argv(argv))
+    setup.leave_own_folder(__file__)
+    out_fd = setup.keep_stdout()  # whatever a library's constructor prints goes to stderr
     job = LibLoad()
     try:
         job.run()
     except BaseException as exc:  # report what was learned, with the reason it stopped
         job.result["error"] = f"{type(exc).__name__}: {exc}"[:500]
-    data = (json.dumps(job.result) + "\n").encode("utf-8")
-    while data:
-        data = data[os.write(out_fd, data):]
-    os.close(out_fd)
+    setup.hand_over(out_fd, json.dumps(job.result) + "\n")
     return 0
 
 

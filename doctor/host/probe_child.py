@@ -24,32 +24,22 @@ PACKAGES = ("torch", "torchvision", "torchaudio", "triton", "pytorch-triton-rocm
 # fp32 with TF32 off: a 64-term dot product of values in [-1, 1] is exact to ~1e-6; TF32 or a
 # broken kernel is off by 1e-3 or more.
 SMOKE_TOLERANCE = 1e-3
-PR_SET_PDEATHSIG = 1
 # The pip-installed ROCm SDK (TheRock's `rocm` packages): `rocm-sdk path --root` prints the
 # devel package's folder, or the core package's when rocm[devel] is absent (TheRock PR #7108).
 ROCM_SDK_MODULES = ("_rocm_sdk_devel", "_rocm_sdk_core", "rocm_sdk")
 
 
-def _die_with_parent(parent_pid: Optional[int]) -> None:
-    """Ask Linux to kill this process when rocmdoctor goes away (no orphaned GPU probes)."""
-    if parent_pid is None or not sys.platform.startswith("linux"):
-        return
-    try:
-        import ctypes
-        import signal
+def _child_setup() -> Any:
+    """child_setup.py (die with the parent, keep stdout), loaded by path from this script's
+    folder: rocmdoctor itself need not be importable in the Python that trains."""
+    import importlib.util
 
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
-    except Exception:  # no prctl: the parent's timeout still applies
-        return
-    # rocmdoctor may have died before prctl took effect. (Not `getppid() != parent_pid`: an
-    # interpreter wrapper that does not exec would then stop every probe.)
-    try:
-        os.kill(parent_pid, 0)
-    except ProcessLookupError:
-        os._exit(0)
-    except OSError:
-        pass
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "child_setup.py")
+    spec = importlib.util.spec_from_file_location("rocmdoctor_child_setup", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def _cpu_count() -> int:
@@ -288,24 +278,12 @@ class Probe:
             self.result["rocm_sdk"] = found
 
 
-def _parent_pid(argv: list[str]) -> Optional[int]:
-    if "--parent-pid" in argv:
-        try:
-            return int(argv[argv.index("--parent-pid") + 1])
-        except (IndexError, ValueError):
-            return None
-    return None
-
-
 def main(argv: list[str]) -> int:
-    _die_with_parent(_parent_pid(argv))
-    # Our own script folder must not shadow modules torch imports.
-    here = os.path.dirname(os.path.abspath(__file__))
-    sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != here]
+    setup = _child_setup()
+    setup.die_with_parent(setup.parent_pid_from_argv(argv))  # no orphaned GPU probes
+    setup.leave_own_folder(__file__)
     # Anything torch or a driver prints goes to stderr; stdout carries only the result.
-    out_fd = os.dup(1)
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
+    out_fd = setup.keep_stdout()
     probe = Probe()
     try:
         probe.packages()
@@ -314,11 +292,7 @@ def main(argv: list[str]) -> int:
         probe.result["torch"]["error"] = _last_line(exc)
         probe.result["torch"]["failed_stage"] = probe.stage
     probe.mark("done")
-    data = (json.dumps(probe.result) + "\n").encode("utf-8")
-    while data:
-        written = os.write(out_fd, data)
-        data = data[written:]
-    os.close(out_fd)
+    setup.hand_over(out_fd, json.dumps(probe.result) + "\n")
     return 0
 
 

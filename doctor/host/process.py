@@ -18,7 +18,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -149,30 +148,15 @@ PARENT_ENV = "ROCMDOCTOR_PARENT_PID"  # set for a child that must not outlive it
 # inherit it, also those that leave its session (torch.compile's compile workers), so
 # `reap_tagged` finds what outlived the child.
 TAG_ENV = "ROCMDOCTOR_CHILD_TAG"
-PR_SET_PDEATHSIG = 1
 
 
 def die_with_parent(parent_pid: Optional[int]) -> None:
     """In a child: have Linux kill this process when its parent dies (PR_SET_PDEATHSIG), so that
     even a `kill -9` of rocmdoctor leaves no benchmark running on the GPU; exit at once if the
-    parent is already gone. Elsewhere (no prctl) the parent's own clean-up still applies."""
-    if parent_pid is None or not sys.platform.startswith("linux"):
-        return
-    try:
-        import ctypes
+    parent is already gone (host/child_setup.py, which the child scripts share)."""
+    from rocmdoctor.host.child_setup import die_with_parent as setup_die_with_parent
 
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
-    except Exception:  # noqa: BLE001 - no prctl: the parent's timeout still applies
-        return
-    # The parent may have died before prctl took effect. (Not `getppid() != parent_pid`: an
-    # interpreter wrapper that does not exec sits between them.)
-    try:
-        os.kill(parent_pid, 0)
-    except ProcessLookupError:
-        os._exit(0)
-    except OSError:
-        pass
+    setup_die_with_parent(parent_pid)
 
 
 def parent_pid_from(environ: Mapping[str, str]) -> Optional[int]:

@@ -52,7 +52,7 @@ def result_to_dict(r: CheckResult) -> dict[str, Any]:
 
 def report_to_dict(report: Report,
                    machine: Optional[Mapping[str, Any]] = None) -> dict[str, Any]:
-    """The contract's dict; `machine` (rocmdoctor.facts.machine) is added when given."""
+    """The contract's dict; `machine` (render/machine.py's object) is added when given."""
     data: dict[str, Any] = {
         "schema": SCHEMA,
         "tool_version": report.tool_version,

@@ -1,6 +1,6 @@
 """`rocmdoctor report`: an issue-ready Markdown (or text / JSON) report, safe to publish.
 
-A pure function of the Report and the gathered ReportFacts (rocmdoctor.facts.collect_env):
+A pure function of the Report and the gathered ReportFacts (render/report_facts.py):
 it never sees the machine. Redaction is applied to the whole rendered text, so nothing
 personal slips through a section that forgot it.
 """
