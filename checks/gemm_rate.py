@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Optional
 
+from rocmdoctor.facts.cpu import numa_balancing
 from rocmdoctor.facts.deep import DeepRun, deep_run, skip_reason
 from rocmdoctor.facts.deep_grade import amount, describe, graded, share, status_of, worst_of
 from rocmdoctor.facts.deep_results import GpuDeep
@@ -192,8 +193,7 @@ class GemmRate(Check):
                     "Let the driver choose the clocks again.",
                     ("echo auto | sudo tee /sys/class/drm/card*/device/"
                      "power_dpm_force_performance_level",), needs_root=True)))
-            if "MI300" in gpu.name and (host.read_file("/proc/sys/kernel/numa_balancing")
-                                        or "").strip() == "1":
+            if "MI300" in gpu.name and numa_balancing(host):
                 causes.append(("kernel.numa_balancing is 1: AMD's MI300X guide says to turn "
                                f"it off ({deep_rules.AMD_NUMA_BALANCING})", Fix(
                                    "Turn off NUMA auto-balancing.",

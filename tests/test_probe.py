@@ -258,16 +258,22 @@ def _probe_children(parent: int) -> list[int]:
 def test_probe_child_dies_with_rocmdoctor(tmp_path: Path) -> None:
     site = _fake_torch(tmp_path / "site", "import time\ntime.sleep(60)\n")
     python = _python_with(tmp_path / "python", site)
-    code = (f"import os, time\nfrom rocmdoctor.host.probe import make_probe\n"
-            f"make_probe({python!r})\nprint(os.getpid(), flush=True)\ntime.sleep(2)\n"
+    # The parent exits (os._exit: no clean-up of its own) once the test has seen its child, not
+    # after a fixed time: on a loaded machine the child may take seconds to appear.
+    code = (f"import os, sys\nfrom rocmdoctor.host.probe import make_probe\n"
+            f"make_probe({python!r})\nprint(os.getpid(), flush=True)\nsys.stdin.readline()\n"
             f"os._exit(0)\n")
-    parent = subprocess.Popen([PY, "-c", code], stdout=subprocess.PIPE, text=True)
-    assert parent.stdout is not None
+    parent = subprocess.Popen([PY, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              text=True)
+    assert parent.stdout is not None and parent.stdin is not None
     pid = int(parent.stdout.readline())
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 30
     while not _probe_children(pid) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert _probe_children(pid), "the probe child did not start"
+    started = bool(_probe_children(pid))
+    parent.stdin.write("go\n")
+    parent.stdin.close()
+    assert started, "the probe child did not start"
     parent.wait(timeout=20)
     deadline = time.monotonic() + 10
     while _probe_children(pid) and time.monotonic() < deadline:

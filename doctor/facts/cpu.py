@@ -32,3 +32,12 @@ def parse_cpuinfo(text: str) -> CpuInfo:
 
 def cpu_info(host: Host) -> CpuInfo:
     return host.memo("cpu:info", lambda: parse_cpuinfo(host.read_file("/proc/cpuinfo") or ""))
+
+
+def numa_balancing(host: Host) -> Optional[bool]:
+    """Whether the kernel's automatic NUMA balancing is on (/proc/sys/kernel/numa_balancing:
+    1 on, 0 off); None where the file cannot be read."""
+    def read() -> Optional[bool]:
+        value = (host.read_file("/proc/sys/kernel/numa_balancing") or "").strip()
+        return {"1": True, "0": False}.get(value)
+    return host.memo("cpu:numa_balancing", read)

@@ -43,7 +43,6 @@ import deep_telemetry as telemetry  # noqa: E402
 
 SCHEMA = "rocmdoctor.deep/1"  # keep equal to rocmdoctor.schemas.DEEP
 PARTIAL_MARK = "ROCMDOCTOR_DEEP_PARTIAL "
-PR_SET_PDEATHSIG = 1
 # Variables that change what is measured; the verdicts name them as causes.
 ENV_NAMES = ("CUDA_LAUNCH_BLOCKING", "HIP_LAUNCH_BLOCKING", "AMD_SERIALIZE_KERNEL",
              "AMD_SERIALIZE_COPY", "AMD_LOG_LEVEL", "NVIDIA_TF32_OVERRIDE",
@@ -71,22 +70,22 @@ TINY: dict[str, Any] = {
         "launch": {"warmup": 20, "repeats": 3, "iters": 200}}
 
 
+def _child_setup() -> Any:
+    """child_setup.py (die with the parent), loaded by path from this script's folder:
+    rocmdoctor itself need not be importable in the Python that trains."""
+    import importlib.util
+
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "child_setup.py")
+    spec = importlib.util.spec_from_file_location("rocmdoctor_child_setup", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def die_with_parent(parent_pid: Optional[int]) -> None:
     """Have Linux kill this process when rocmdoctor goes away (no GPU left loaded)."""
-    if parent_pid is None or not sys.platform.startswith("linux"):
-        return
-    try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
-    except Exception:  # noqa: BLE001 - no prctl: the parent's timeout still applies
-        return
-    try:
-        os.kill(parent_pid, 0)
-    except ProcessLookupError:
-        os._exit(0)
-    except OSError:
-        pass
+    _child_setup().die_with_parent(parent_pid)
 
 
 def _last_line(exc: BaseException) -> str:

@@ -21,10 +21,10 @@ import resource
 import signal
 import sys
 import time
-from typing import IO, TYPE_CHECKING, Any, Callable, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, Optional, Union
 
 from rocmdoctor import __version__, schemas
-from rocmdoctor.host import process
+from rocmdoctor.host import child_setup, process
 from rocmdoctor.kb.peaks import peak_for
 from rocmdoctor.tuners.bench import training
 from rocmdoctor.tuners.bench.environment import (
@@ -63,7 +63,7 @@ def is_oom_text(text: str) -> bool:
 def main() -> int:
     process.die_with_parent(process.parent_pid_from(os.environ))
     _test_break(os.environ.get("ROCMDOCTOR_TEST_BREAK", ""))
-    proto = _protocol_stream()
+    proto = child_setup.protocol_stream()  # stray prints (user code) go to stderr
 
     def emit(event: dict[str, Any]) -> None:
         proto.write(json.dumps(event, default=str) + "\n")
@@ -109,15 +109,6 @@ def data_problem(exc: BaseException) -> Optional[str]:
         return None
     last = text.splitlines()[-1] if text else ""
     return last.split("DataError: ", 1)[-1] or type(exc).__name__
-
-
-def _protocol_stream() -> IO[str]:
-    """Keep the real stdout for protocol lines; send stray prints (user code) to stderr."""
-    sys.stdout.flush()
-    proto = os.fdopen(os.dup(1), "w", encoding="utf-8")
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
-    return proto
 
 
 def _power_sampler(t: training.Training, spec: BenchSpec, info: dict[str, Any]) -> Any:
