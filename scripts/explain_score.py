@@ -76,7 +76,7 @@ def main() -> int:
                         help="only the texts of one split of the newest collection")
     parser.add_argument("--heldout", action="store_true", help="only the older held-out texts")
     parser.add_argument("--in-sample", action="store_true", help="only the texts the "
-                        "catalogue was built with (no held-out, test, novel, fresh or test-3 split)")
+                        "catalogue was built with (no held-out split)")
     parser.add_argument("--no-host", action="store_true", help="replay the text alone")
     parser.add_argument("-v", "--verbose", action="store_true", help="list every text not right")
     args = parser.parse_args()

@@ -14,9 +14,22 @@ from rocmdoctor.kb.messages import KnownMessage
 WHL = "https://download.pytorch.org/whl/"
 
 
-def _capability(s: Situation) -> Optional[tuple[str, int]]:
+def _capability(s: Situation, ctx: Optional[Context] = None) -> Optional[tuple[str, int]]:
+    """The GPU's compute capability the text states; else the one its product name has
+    (kb.gpu_names), said in a note, when the text names one NVIDIA GPU only."""
     fact = s.facts.first("capability")
-    return (fact.value, fact.line) if fact else None
+    if fact is not None:
+        return fact.value, fact.line
+    named = {f.value: f for f in s.facts.all("capability", role="name")}
+    if len(named) != 1:
+        return None
+    [fact] = named.values()
+    name = next((f.value for f in s.facts.all("gpu_name", role="nvidia") if f.line == fact.line),
+                "GPU")
+    if ctx is not None:
+        ctx.notes.append(f"The text names the GPU, {name} (line {fact.line}): compute "
+                         f"capability {fact.value} (NVIDIA's CUDA GPUs list).")
+    return fact.value, fact.line
 
 
 def _newest_with(index: str) -> Optional[tuple[str, str]]:
@@ -54,7 +67,7 @@ def wheels_for(capability: str, ctx: Context) -> None:
 
 
 def _old_gpu(entry: KnownMessage, s: Situation, ctx: Context) -> None:
-    found = _capability(s)
+    found = _capability(s, ctx)
     if found is None:
         ctx.doubts.append("the text states no compute capability; "
                           "`nvidia-smi --query-gpu=name,compute_cap --format=csv` says it")
@@ -96,3 +109,18 @@ def _cuda_capability(entry: KnownMessage, s: Situation, ctx: Context) -> None:
                             f"{WHL}cu128")
         return
     wheels_for(capability, ctx)
+
+
+def _kernel_image(entry: KnownMessage, s: Situation, ctx: Context) -> None:
+    """'no kernel image': when the text states the GPU's capability (or names the GPU), which
+    wheels carry code for it; a capability the current wheels carry leaves the generic
+    answer (then an extension, not torch, lacks the kernel)."""
+    found = _capability(s, ctx)
+    if found is None:
+        return
+    capability, line = found
+    ctx.basis.append(line)
+    before = len(ctx.commands)
+    wheels_for(capability, ctx)
+    if len(ctx.commands) > before:
+        ctx.commands[before:before] = [entry.commands[0]]

@@ -18,7 +18,7 @@ _I = re.IGNORECASE
 
 # gfx names: gfx803, gfx90a, gfx942, gfx1030, gfx1151; not gfx120X (a family index) or gfx11
 # (a generic family).
-_GFX = re.compile(r"(?<![A-Za-z0-9])gfx((?:[0-9]{2}[0-9a-f])|(?:1[0-9]{2}[0-9a-f]))"
+_GFX = re.compile(r"(?<![A-Za-z0-9])gfx ?((?:[0-9]{2}[0-9a-f])|(?:1[0-9]{2}[0-9a-f]))"
                   r"(?![0-9a-zA-Z])", _I)
 # A line that lists targets something was built for, or that a library carries: not the GPU.
 _BUILD_LIST = re.compile(r"PYTORCH_ROCM_ARCH|AMDGPU_TARGETS|GPU_TARGETS|BNB_ROCM_ARCH|"
@@ -104,7 +104,11 @@ _DRIVER_CUDA = re.compile(r"CUDA Version:\s*(\d+\.\d)", _I)
 # Strong signs of Windows (drive letters, Windows paths); a .exe or .dll alone is weak: a Linux
 # log shows them too (a Windows game under Wine or Proton in a kernel log).
 _WINDOWS_WEAK = re.compile(r"\w\.dll\b|\w\.exe\b", _I)
-_WINDOWS = re.compile(r"(?<![\w/])[A-Za-z]:\\|\\site-packages\\|\\AppData\\|[/\\]\w+\.dll\b|"
+# A drive letter with either slash (C:\\ or C:/, as MSYS-built programs print it), and an
+# NTSTATUS exit code (0xc0000409: a Windows process killed by a fast-fail).
+_WINDOWS = re.compile(r"(?<![\w/])[A-Za-z]:\\|(?<![\w/:.])[A-Za-z]:/(?=[\w.-]+/)|"
+                      r"\bexit status 0xc0000[0-9a-f]{3}\b|"
+                      r"\\site-packages\\|\\AppData\\|[/\\]\w+\.dll\b|"
                       r"\bwin_amd64\b|\bWindows (?:1[01]|fatal exception|Subsystem)|"
                       r"\bPS [A-Z]:\\|Program Files|%ProgramFiles%|\bpowershell\b|\bWinError\b", _I)
 _WINDOWS_WORD = re.compile(r"\bWindows\b(?! Subsystem)|\bwin32\b")
@@ -128,11 +132,12 @@ _NVIDIA_GPU = re.compile(r"\bGeForce\b|\bQuadro\b|\bTesla [KPVTAM]\d|\bNVIDIA\b|
 @dataclass(frozen=True)
 class Fact:
     kind: str  # gfx, override, sm, capability, cc_min, cc_max, pci_id, pci_addr, library,
-    #           app, torch, rocm, cuda, driver, driver_cuda, os, amd_gpu, nvidia_gpu
+    #           app, torch, rocm, cuda, driver, driver_cuda, os, amd_gpu, nvidia_gpu, gpu_name
     value: str
     line: int  # 1-based line number in the text
     text: str  # that line, stripped (clipped to 200 characters)
-    role: str = "gpu"  # for targets: gpu (the machine's), build (what something was built for)
+    role: str = "gpu"  # for targets: gpu (the machine's), build (what something was built for),
+    #                    name (what the GPU's product name is: kb.gpu_names)
 
 
 @dataclass(frozen=True)
@@ -251,6 +256,7 @@ def _read(text: str) -> PasteFacts:
             if pattern.search(line):
                 out.add("app", name)
         _versions(line, out)
+        _names(line, out)
         if _AMD_GPU.search(line):
             out.add("amd_gpu", "yes")
         if _NVIDIA_GPU.search(line):
@@ -291,6 +297,20 @@ def _capabilities(line: str, build: bool, out: _Collector) -> None:
         out.add("cc_max", f"{int(m.group(3))}.{m.group(4)}", "build")
     for m in _CC_MIN.finditer(line):
         out.add("cc_min", f"{int(m.group(1))}.{m.group(2)}", "build")
+
+
+def _names(line: str, out: _Collector) -> None:
+    """A GPU's product name, as its target (role "name"): a gfx for AMD, a compute capability
+    for NVIDIA (kb.gpu_names). The name itself is kept as a gpu_name fact."""
+    from rocmdoctor.kb.gpu_names import named_gpus
+
+    stated = {f.kind for f in out.facts if f.line == out.number}
+    for row, name in named_gpus(line):
+        kind = "gfx" if row.vendor == "amd" else "capability"
+        if kind in stated:  # the line states the target itself
+            continue
+        out.add("gpu_name", name, row.vendor)
+        out.add(kind, row.target, "name")
 
 
 def _versions(line: str, out: _Collector) -> None:

@@ -28,7 +28,9 @@ def _hipblaslt(entry: KnownMessage, s: Situation, ctx: Context) -> None:
         ctx.notes.append(f"torch {torch.value} (line {torch.line})"
                          + (": one of the October 2024 nightlies without the fallback."
                             if nightly else "."))
-    for gfx, line in _gfx(s)[:1]:
+    from rocmdoctor.explain.targets import gpu_gfx
+
+    for gfx, line in gpu_gfx(s)[:1]:
         ctx.basis.append(line)
         ctx.notes.append(f"The GPU is {gfx} (line {line}).")
 
@@ -71,9 +73,11 @@ def _triton(entry: KnownMessage, s: Situation, ctx: Context) -> None:
 
 
 def _bitsandbytes(entry: KnownMessage, s: Situation, ctx: Context) -> None:
+    from rocmdoctor.explain.context import CONDITIONS
     from rocmdoctor.explain.paste import is_amd_paste, is_nvidia_paste
 
-    if not is_amd_paste(s.facts) and not is_nvidia_paste(s.facts) and not s.host:
+    if not is_amd_paste(s.facts) and not is_nvidia_paste(s.facts) and not s.host \
+            and not CONDITIONS["bnb_cuda_setup"](s):
         ctx.doubts.append("the text shows neither ROCm nor CUDA; the fix below is ROCm's")
     targets = _gfx(s)
     if targets and not is_nvidia_paste(s.facts):
@@ -90,9 +94,15 @@ def _deepspeed(entry: KnownMessage, s: Situation, ctx: Context) -> None:
         ctx.notes.append(f"DeepSpeed passes hipify '{arg.group(1) if arg else '?'}', which "
                          f"this torch's hipify does not take: it predates the hipify changes "
                          f"of pytorch pull 76141; use a newer torch (or an older DeepSpeed).")
-    elif re.search(r"cpp_extension\.CUDA_HOME", s.text):
-        ctx.notes.append("DeepSpeed reads torch's CUDA_HOME, which is None on ROCm (torch sets "
-                         "ROCM_HOME there): DeepSpeed pull 7224 fixed this op builder; update "
+    elif re.search(r"\bCUDA_HOME\b", s.text):
+        ctx.notes.append("DeepSpeed's op builder reads torch's CUDA_HOME, which is None on "
+                         "ROCm (torch sets ROCM_HOME there): DeepSpeed pulls 6456 (the GDS "
+                         "builder) and 7224 fixed these builders; update DeepSpeed.")
+    elif re.search(r"get_rocm_wavefront_size|No such file or directory: \"[^\"\n]*rocminfo \|",
+                   s.text):
+        ctx.notes.append("DeepSpeed runs `rocminfo | grep ...` to read the wavefront size; "
+                         "run without a shell that pipe is taken for one program's name "
+                         "(DeepSpeed issue 6585): DeepSpeed pull 6587 fixed it; update "
                          "DeepSpeed.")
     elif re.search(r"cuda\w*\.h: No such file", s.text):
         ctx.notes.append("A hipified source still includes a CUDA header: hipify did not "

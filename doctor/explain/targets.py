@@ -58,18 +58,39 @@ def windows_note() -> str:
             "ROCm's Linux runtime (libhsakmt); on Windows it changes nothing.")
 
 
+_OWN_BUILD = re.compile(r"offload-arch=|PYTORCH_ROCM_ARCH\s*=", re.IGNORECASE)
+
+
 def gpu_gfx(s: Situation) -> list[tuple[str, int]]:
     """The GPU targets the text names as the GPU's (not a build list), with their lines; else
-    the one target a program compiled for with --offload-arch (tools that build for the GPU
-    they find, such as llamafile, name it there)."""
+    the one target a program compiled for with --offload-arch or PYTORCH_ROCM_ARCH (tools
+    that build for the GPU they find, such as llamafile, and users building for their own GPU
+    name it there); else the target of the one AMD product the text names (kb.gpu_names)."""
     seen: dict[str, int] = {}
     for fact in s.facts.all("gfx"):
         seen.setdefault(fact.value, fact.line)
     if seen:
         return list(seen.items())
     built = {f.value: f.line for f in s.facts.all("gfx", role="build")
-             if "offload-arch=" in f.text}
-    return list(built.items()) if len(built) == 1 else []
+             if _OWN_BUILD.search(f.text)}
+    if len(built) == 1:
+        return list(built.items())
+    named = {f.value: f.line for f in s.facts.all("gfx", role="name")}
+    return list(named.items()) if len(named) == 1 else []
+
+
+def name_note(s: Situation, gfx: str) -> Optional[str]:
+    """'The text names the GPU, RX 6600 (line 1): its target is gfx1032', when `gfx` came
+    from a product name and not from the text's own targets."""
+    if any(f.value == gfx for f in s.facts.all("gfx")):
+        return None
+    fact = next((f for f in s.facts.all("gfx", role="name") if f.value == gfx), None)
+    if fact is None:
+        return None
+    name = next((f.value for f in s.facts.all("gpu_name", role="amd") if f.line == fact.line),
+                "GPU")
+    return (f"The text names the GPU, {name} (line {fact.line}): its target is {gfx} "
+            f"(ROCm's and LLVM's GPU lists).")
 
 
 def newest_wheel(gfx: str) -> Optional[tuple[str, str]]:
@@ -95,6 +116,9 @@ def paste_targets(entry: KnownMessage, s: Situation, ctx: Context) -> None:
     windows = s.written_on_windows()
     for gfx, line in targets[:2]:
         ctx.basis.append(line)
+        named = name_note(s, gfx)
+        if named:
+            ctx.notes.append(named)
         since = native_since(gfx)
         frame = s.facts.frame
         if windows:
@@ -246,6 +270,9 @@ def _tensile(entry: KnownMessage, s: Situation, ctx: Context) -> None:
     line = next((ln for g, ln in targets if g == gfx), None)
     if line:
         ctx.basis.append(line)
+    named = name_note(s, gfx)
+    if named:
+        ctx.notes.append(named)
     ctx.notes.append(f"The library has no kernels for {gfx}"
                      + (f"; it has {', '.join(listed)}." if listed else "."))
     since = native_since(gfx)

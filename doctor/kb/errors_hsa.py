@@ -122,6 +122,16 @@ HSA_MESSAGES: tuple[KnownMessage, ...] = (
                       "for non-root users (ROCm-docker issue 36, maintainer: fixed in newer "
                       "docker).",
         container_commands=(KFD_NODES, _GROUP_ADD, "docker version --format '{{.Server.Version}}'"),
+        # Under WSL there is no /dev/kfd: ROCr reaches the GPU through the Windows driver
+        # (/dev/dxg), and only the distributions, ROCm releases and GPUs of AMD's WSL
+        # compatibility table work (ROCm issues 3561 and 5106, AMD: "this configuration is
+        # unsupported", "ROCm 6.4.2 does not have WSL support").
+        wsl_fix="Under WSL, rocminfo fails this way when the distribution, the ROCm release or "
+                "the GPU is not one of AMD's WSL compatibility table: install the ROCm release "
+                "AMD's WSL guide names (with its amdgpu-install --usecase=wsl), on the Ubuntu "
+                "release it names, for a GPU it lists, and the Windows Adrenalin driver it "
+                "pairs with.",
+        wsl_commands=("cat /etc/os-release", "ls -l /dev/dxg", "cat /opt/rocm/.info/version"),
         yields_to=("kfd-permission", "kfd-enomem", "kfd-eperm", "kfd-open", "rock-not-loaded",
                    "rocm-on-nvidia", "container-no-lsmod", "container-kfd-groups",
                    "kfd-unsupported-gpu", "kfd-pci-rejects-atomics", "hsa-queue-out-of-resources"),

@@ -128,9 +128,15 @@ NCCL_MESSAGES: tuple[KnownMessage, ...] = (
     KnownMessage(
         "nccl-remote-error", "NCCL: remote process exited or there was a network error", "error",
         (r"remote process exited or there was a network error", r"\bncclRemoteError\b"),
-        "A peer rank died or its network link broke; this rank only noticed.",
-        "Read the log of the rank that exited first; check the network between the nodes.",
-        "collectives", NCCL_ERRORS, commands=(_DEBUG,)),
+        "A peer rank died or its network link broke; this rank only noticed. Across nodes the "
+        "usual cause is the interface NCCL picked: a machine with several (docker bridges, "
+        "virtual or unconnected NICs) may pick one the other node cannot reach (NCCL's "
+        "troubleshooting guide; NCCL issue 1141: fixed by naming the interface).",
+        "Read the log of the rank that exited first; check the network between the nodes, and "
+        "name the interface they reach each other on with NCCL_SOCKET_IFNAME (NCCL_IB_DISABLE=1 "
+        "rules out InfiniBand).",
+        "collectives", NCCL_ERRORS,
+        commands=(_DEBUG, "ip -br addr", "export NCCL_SOCKET_IFNAME=<interface>")),
     KnownMessage(
         "rccl-setup-advice", "RCCL: Missing \"iommu=pt\" / HSA_FORCE_FINE_GRAIN_PCIE", "harmless",
         (r"NCCL WARN Missing \"(?:amd_iommu=on|iommu=pt)\" from kernel command line",

@@ -259,6 +259,7 @@ RUNTIME_MESSAGES: tuple[KnownMessage, ...] = (
         container_fix="Use an image whose torch is built for this GPU (for RTX 50 series one "
                       "with CUDA 12.8 or newer).",
         unless_text=(HIP_TEXT,), yields_to=("cuda-capability-not-compatible", "cuda-gpu-too-old"),
+        context="kernel_image",
         threads=30),
     KnownMessage(
         "cuda-capability-not-compatible", "CUDA capability sm_XX is not compatible", "error",
@@ -270,7 +271,9 @@ RUNTIME_MESSAGES: tuple[KnownMessage, ...] = (
         "torch-arch-support", TORCH_CUDA_INIT, commands=(ARCH_LIST,),
         container_fix="Use an image whose torch is built for this capability (the "
                       "wyoming-xtts maintainer published a cu128 image for sm_120).",
-        context="cuda_capability", threads=30),
+        # torch prints this right after its too-old warning for the same GPU; that one says
+        # more (the build's range).
+        context="cuda_capability", yields_to=("cuda-gpu-too-old",), threads=30),
     KnownMessage(
         "cuda-invalid-kernel-image", "CUDA error: device kernel image is invalid", "error",
         (r"device kernel image is invalid", r"CUDA_ERROR_INVALID_IMAGE",

@@ -40,7 +40,7 @@ STACK_MESSAGES: tuple[KnownMessage, ...] = (
     KnownMessage(
         "hipblaslt-arch-fallback", "torch: hipBLASLt unsupported here, using hipBLAS",
         "harmless",
-        (r"unsupported architecture! Overriding blas backend to hipblas",),
+        (r"unsupported architecture! Overriding blas backend to hip(?:blas)?\b",),
         "A warning: this GPU is not one torch uses hipBLASLt for, so torch keeps the hipBLAS "
         "backend (pytorch pull 128753 made it check the architecture first). Matmuls run; "
         "this is not the cause of a failure.",
@@ -62,11 +62,15 @@ STACK_MESSAGES: tuple[KnownMessage, ...] = (
         "Remove PyPI's triton and reinstall torch from its ROCm index, which brings back the "
         "pytorch-triton-rocm it requires.", "torch-install", ROCM_PYTORCH_1251,
         commands=(TRITON_PIP, "pip uninstall -y triton", TRITON_REQUIRES),
+        # A triton whose version says ROCm (3.4.0+rocm7.1.0, 3.7.1+git0263a6a6.rocm7.14.0:
+        # AMD's and TheRock's builds) is the ROCm one, not PyPI's.
+        unless=(r"\btriton\b[^\n]*\d[\w.+]*[+.]rocm\d",),
         requires=("rocm_context",), context="triton", library="triton", threads=5),
     KnownMessage(
         "bitsandbytes-no-gpu-build", "bitsandbytes loaded its CPU library", "error",
         (r"bitsandbytes was compiled without GPU support",
-         r"Loading binary [^\n]*libbitsandbytes_cpu\.so", r"libbitsandbytes_cpu\.so: undefined"),
+         r"Loading binary [^\n]*libbitsandbytes_cpu\.so", r"libbitsandbytes_cpu\.so: undefined",
+         r"CUDA Setup failed despite GPU being available"),
         "bitsandbytes found no GPU library it can load and fell back to its CPU one: on ROCm "
         "the installed package has no ROCm build (PyPI's bitsandbytes was CUDA-only before "
         "its ROCm support); on CUDA it found no CUDA runtime (libcudart).",
@@ -81,7 +85,18 @@ STACK_MESSAGES: tuple[KnownMessage, ...] = (
                           "of torch and bitsandbytes, or put the CUDA toolkit's lib folder on "
                           "LD_LIBRARY_PATH.",
                           ("python -m bitsandbytes", "ldconfig -p | grep libcudart"),
-                          "The text shows CUDA and no ROCm: the CUDA case."),),
+                          "The text shows CUDA and no ROCm: the CUDA case."),
+                  # bitsandbytes before 0.43 had a cuda_setup module that printed "CUDA
+                  # Setup failed despite GPU being available"; its maintainer's answer is to
+                  # upgrade (bitsandbytes issue 492), newer releases load and report their
+                  # backends differently, ROCm included.
+                  Variant("bnb_cuda_setup",
+                          "This is the CUDA setup of a bitsandbytes older than 0.43, which "
+                          "found no library it could load: upgrade bitsandbytes (newer "
+                          "releases ship their GPU libraries in the wheel and say which "
+                          "backend they load), then run `python -m bitsandbytes`.",
+                          ("pip install -U bitsandbytes", "python -m bitsandbytes"),
+                          "The text shows bitsandbytes' old CUDA setup.")),
         context="bitsandbytes", library="bitsandbytes", threads=4),
     KnownMessage(
         "bitsandbytes-rocm-library-broken", "bitsandbytes' ROCm library misses a symbol",
@@ -97,7 +112,9 @@ STACK_MESSAGES: tuple[KnownMessage, ...] = (
     KnownMessage(
         "deepspeed-rocm-build", "DeepSpeed's op builder fails on ROCm", "error",
         (r"hipify\(\) got an unexpected keyword argument",
-         r"op_builder[/\\]\w+\.py[^\n]*\n(?:[^\n]*\n){0,3}[^\n]*cpp_extension\.CUDA_HOME",
+         r"op_builder[/\\]\w+\.py[^\n]*\n(?:[^\n]*\n){0,3}[^\n]*\bCUDA_HOME\b",
+         r"op_builder[/\\]builder\.py\", line \d+, in get_rocm_\w+",
+         r"No such file or directory: \"[^\"\n]*rocminfo \|",
          r"cuda is missing or is incompatible with installed torch, only cpu ops can be compiled",
          r"_hip\.c(?:pp|u):\d+:\s*\n[^\n]*fatal error: cuda\w*\.h: No such file"),
         "DeepSpeed builds its C++/HIP ops with torch's hipify and torch's paths, and this "
