@@ -286,11 +286,19 @@ def test_a_psp_ring_failure_at_reset_is_a_reboot_at_load_the_hardware() -> None:
 
 def test_pcie_errors_name_the_devices_and_how_bad() -> None:
     fatal = paste("pcie-link-errors--nvidia-root-port-fatal-completion-timeout.txt")
-    assert only(fatal)[5] == (
-        "An uncorrectable (fatal) error: the link stopped carrying traffic and the device "
-        "behind it hung.", "[8086:6f08] is Intel CPU/chipset.", "Error types: CmpltTO, SDES.")
+    aspm = ("A completion timeout: the device behind the link did not answer in time. "
+            "Besides the hardware, power-saving link states (ASPM) are a known trigger: booting "
+            "with pcie_aspm=off (or pcie_aspm.policy=performance) tells the two apart.")
+    assert only(fatal)[4:] == (
+        ("sudo dmesg | grep -iE 'amdgpu|kfd|nvrm'",
+         "cat /sys/module/pcie_aspm/parameters/policy", "sudo lspci -vvv | grep -i aspm"),
+        ("An uncorrectable (fatal) error: the link stopped carrying traffic and the device "
+         "behind it hung.", "[8086:6f08] is Intel CPU/chipset.", "Error types: CmpltTO, SDES.",
+         aspm))
     corrected = paste("pcie-link-errors--raspberry-pi-riser-badtlp-baddllp.txt")
-    assert only(corrected)[5][0].startswith("Corrected errors: the link retried them")
+    got = only(corrected)
+    assert got[5][0].startswith("Corrected errors: the link retried them")
+    assert aspm not in got[5] and "cat /sys/module/pcie_aspm/parameters/policy" not in got[4]
 
 
 # --- Windows: the Windows answer, or an honest Linux only -----------------------------------

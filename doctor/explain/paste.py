@@ -347,7 +347,8 @@ def _raising_frame(lines: list[str]) -> Optional[Frame]:
 
 def is_amd_paste(facts: PasteFacts) -> bool:
     """The text is about an AMD GPU or ROCm (a gfx target, a Radeon/Instinct name, ROCm)."""
-    return bool(facts.gfx) or facts.has("amd_gpu") or facts.has("rocm")
+    return bool(facts.gfx) or facts.has("amd_gpu") or facts.has("rocm") \
+        or bool(facts.all("gpu_name", role="amd"))
 
 
 def is_nvidia_paste(facts: PasteFacts) -> bool:

@@ -188,3 +188,13 @@ def _pcie_link(entry: KnownMessage, s: Situation, ctx: Context) -> None:
                                   r"CmpltTO|SDES|UnsupReq)", s.text)))
     if kinds:
         ctx.notes.append(f"Error types: {', '.join(kinds)}.")
+    # A completion timeout: the device did not answer a request in time. Link power states
+    # (ASPM L1, whose exit latency adds to every answer) are a known trigger on GPU links, so
+    # the first thing to try is the link without them (kernel-parameters: pcie_aspm).
+    if "CmpltTO" in kinds or re.search(r"Completion Timeout", s.text, re.IGNORECASE):
+        ctx.notes.append("A completion timeout: the device behind the link did not answer in "
+                         "time. Besides the hardware, power-saving link states (ASPM) are a "
+                         "known trigger: booting with pcie_aspm=off (or "
+                         "pcie_aspm.policy=performance) tells the two apart.")
+        ctx.commands.extend([*entry.commands, "cat /sys/module/pcie_aspm/parameters/policy",
+                             "sudo lspci -vvv | grep -i aspm"])

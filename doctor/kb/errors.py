@@ -75,6 +75,13 @@ GPU_ERROR_SHAPES: tuple[str, ...] = (
     r"(?i:error|failed|not supported|only supports|can't|cannot)",
     r"\bonly supports [^\n]*\bGPUs?\b", r"can't load C\+\+/CUDA extensions",
     r"\blib\w*(?:cuda|hip|rocm|nccl|rccl|cudnn|cublas|amdhip)\w*\.so[.\d]*: cannot open",
+    # torch's own GPU warnings (torch/cuda/__init__.py), a framework refusing a GPU for its
+    # capability (TensorFlow's "Ignoring visible gpu device ... minimum required Cuda
+    # capability"), and a compile error in the source of a ROCm or CUDA library.
+    r"torch[/\\]cuda[/\\]__init__\.py:\d+: UserWarning",
+    r"\bIgnoring visible gpu device\b|\bminimum required Cuda capability\b",
+    r"(?i:rocm|hip|miopen|rocblas|hipblas|rccl|amd_smi|rocm_smi|cuda)\w*[/\\][^\n]*\.(?:h|hpp|c|cc|cpp|cu)"
+    r":\d+:\d+: (?:fatal )?error:",
 )
 
 # Entries whose cause is a family of causes (a kernel bug, a collective that failed, an

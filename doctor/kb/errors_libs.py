@@ -107,7 +107,8 @@ LIBRARY_MESSAGES: tuple[KnownMessage, ...] = (
         (r"rocBLAS error: Cannot read [^\n]*TensileLibrary[^\n]*\.dat",
          r"\bfor GPU arch : gfx[0-9a-f]+",
          r"rocBLAS error: Could not load [^\n]*TensileLibrary[^\n]*\.dat",
-         r"rocBLAS error: Could not initialize Tensile (?:host|library)"),
+         r"rocBLAS error: Could not initialize Tensile (?:host|library)",
+         r"\bTensileLibrary\.dat not found\b"),
         "rocBLAS has no kernels for this GPU: the list of available Tensile files lacks its "
         "gfx target (gfx1201 with a ROCm older than its support, gfx1103 in libraries built "
         "for another HIP SDK), or rocBLAS looks in a folder that does not hold them.",

@@ -20,7 +20,7 @@ from rocmdoctor.kb.errors_base import (
     WHL,
     WINDOWS_TORCH_BUILD,
 )
-from rocmdoctor.kb.messages import KnownMessage
+from rocmdoctor.kb.messages import KnownMessage, Variant
 
 DETECTRON2_460 = "https://github.com/facebookresearch/detectron2/issues/460"
 MODAL_681 = "https://github.com/modal-labs/modal-examples/issues/681"
@@ -102,7 +102,7 @@ TORCH_MESSAGES: tuple[KnownMessage, ...] = (
         CUDA_ALLOCATOR_CONFIG_H, commands=("env | grep ALLOC_CONF",), yields_to=("*",)),
     KnownMessage(
         "cuda-no-driver", "Found no NVIDIA driver on your system", "error",
-        (r"Found no NVIDIA driver on your system",),
+        (r"Found no NVIDIA driver(?: on your system)?\b",),
         "A CUDA build of torch found no NVIDIA kernel driver: the machine has no NVIDIA GPU "
         "(a CPU-only cloud runtime, a laptop's Intel or AMD graphics), the driver is not "
         "loaded, or a container was started without GPUs. As a warning before 'falling back "
@@ -113,7 +113,19 @@ TORCH_MESSAGES: tuple[KnownMessage, ...] = (
         "nvidia-driver", CUDA_FUNCTIONS, commands=(NVIDIA_SMI, "lspci | grep -i nvidia"),
         container_fix="Start the container with GPUs (the NVIDIA Container Toolkit must be "
                       "installed on the host): docker run --gpus all ...",
-        container_commands=(DOCKER_NVIDIA,), threads=12),
+        container_commands=(DOCKER_NVIDIA,),
+        # An AMD GPU named in the text: a CUDA torch (or a ZLUDA setup that did not take)
+        # looked for NVIDIA's driver on a machine that has none.
+        variants=(Variant(
+            "amd_paste",
+            "The text shows an AMD GPU: this torch is a CUDA build, which looks for NVIDIA's "
+            "driver. On Linux install a ROCm build of torch; on Windows AMD's PyTorch wheels "
+            "for Windows (for the GPUs AMD lists), or, for a program set up to run through "
+            "ZLUDA, redo that setup as its guide says (the HIP SDK and ZLUDA versions it "
+            "names, its environment variables, a fresh venv): the error means ZLUDA did not "
+            "take.",
+            (TORCH_BUILD,), "The text shows an AMD GPU: not an NVIDIA driver problem."),),
+        threads=12),
     KnownMessage(
         "cuda-driver-too-old", "The NVIDIA driver on your system is too old", "error",
         (r"The NVIDIA driver on your system is too old",),

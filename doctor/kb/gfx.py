@@ -185,6 +185,7 @@ _ROCM_4557 = "https://github.com/ROCm/ROCm/issues/4557"
 _UNSLOTH_8480 = "https://github.com/unslothai/unsloth/issues/8480"
 _LLAMA_CPP_19949 = "https://github.com/ggml-org/llama.cpp/issues/19949"
 _ROCBLAS_1398 = "https://github.com/ROCm/rocBLAS/issues/1398"
+_ROCBLAS_1331 = "https://github.com/ROCm/rocBLAS/issues/1331"
 _LIKELOVEWANT_10 = "https://github.com/likelovewant/ROCmLibs-for-gfx1103-AMD780M-APU/issues/10"
 _LIKELOVEWANT_37 = "https://github.com/likelovewant/ROCmLibs-for-gfx1103-AMD780M-APU/issues/37"
 
@@ -228,6 +229,14 @@ OVERRIDE_RULES: dict[str, tuple[OverrideRule, ...]] = dict((
     _rdna3("gfx1101", _LIKELOVEWANT_10),
     _rdna3("gfx1102", _LIKELOVEWANT_10, _FEWER_VGPRS.format(gfx="gfx1102")),
     _rdna3("gfx1103", _ROCM_4557, _FEWER_VGPRS.format(gfx="gfx1103"), _GFX1103_HANGS),
+    # LLVM's gfx10-1-generic holds gfx1010-gfx1013 (RDNA1); rocBLAS's maintainer: "gfx1013's
+    # ISA is a superset of gfx1010's: HSA_OVERRIDE_GFX_VERSION=10.1.0 will probably work", and
+    # for gfx101x in ROCm 5.5 "set HSA_OVERRIDE_GFX_VERSION=10.1.0" (rocBLAS issue 1331). It
+    # helps only where the library carries gfx1010 code (ROCm 5's rocBLAS; no ROCm 6 wheel).
+    *((gfx, (OverrideRule("10.1.0", "gfx1010", _ROCBLAS_1331,
+                          "runs the gfx1010 (RX 5700) code on this RDNA1 GPU, where the "
+                          "library carries gfx1010 code (ROCm 5's rocBLAS)"),))
+      for gfx in ("gfx1011", "gfx1012", "gfx1013")),
     ("gfx90c", (OverrideRule("9.0.0", "gfx900", _ROCBLAS_1398,
                              "runs the gfx900 (Vega 10) code on this Vega APU"),)),
     ("gfx902", (OverrideRule("9.0.0", "gfx900", _ROCM_2216,

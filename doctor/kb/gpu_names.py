@@ -39,21 +39,27 @@ def _nv(pattern: str, capability: str) -> NamedGpu:
     return NamedGpu(re.compile(pattern, re.IGNORECASE), "nvidia", capability, NVIDIA_CUDA_GPUS)
 
 
-_RX = r"\b(?:Radeon )?RX ?"
+def _radeon(number: str) -> str:
+    """A Radeon RX model: "RX 6600", "Radeon RX 7900 XTX", or the number with its XT or XTX
+    alone ("7900xtx", "6700 XT": no NVIDIA product is called that)."""
+    return (rf"\b(?:(?:Radeon )?RX ?(?:{number})(?: ?(?:XTX|XT|GRE))?|(?:{number}) ?(?:XTX|XT))"
+            rf"\b")
+
+
 NAMED_GPUS: tuple[NamedGpu, ...] = (
     # RDNA4, RDNA3, RDNA2, RDNA1 desktop cards (gpus.yaml; RDNA1 from LLVM's table)
-    _amd(_RX + r"90[67]0(?: ?XT)?\b", "gfx1201"),
-    _amd(_RX + r"9060(?: ?XT)?\b", "gfx1200"),
-    _amd(_RX + r"7900 ?(?:XTX|XT|GRE)\b", "gfx1100"),
-    _amd(_RX + r"7[78]00(?: ?XT)?\b", "gfx1101"),
-    _amd(_RX + r"7600(?: ?XT)?\b", "gfx1102"),
-    _amd(_RX + r"6(?:8|9)[05]0(?: ?XT)?\b", "gfx1030"),
-    _amd(_RX + r"67[05]0(?: ?XT)?\b(?! ?GRE)", "gfx1031"),
-    _amd(_RX + r"66[05]0(?: ?XT)?\b", "gfx1032"),
-    _amd(_RX + r"6[45]00(?: ?XT)?\b", "gfx1034", LLVM_PROCESSORS),
-    _amd(_RX + r"5[67]00(?: ?XT)?\b", "gfx1010", LLVM_PROCESSORS),
-    _amd(_RX + r"5500(?: ?XT)?\b", "gfx1012", LLVM_PROCESSORS),
-    _amd(_RX + r"(?:4[6-8]0|5[5-9]0)\b", "gfx803", LLVM_PROCESSORS),
+    _amd(_radeon(r"90[67]0"), "gfx1201"),
+    _amd(_radeon(r"9060"), "gfx1200"),
+    _amd(r"\b(?:(?:Radeon )?RX ?)?7900 ?(?:XTX|XT|GRE)\b", "gfx1100"),
+    _amd(_radeon(r"7[78]00"), "gfx1101"),
+    _amd(_radeon(r"7600"), "gfx1102"),
+    _amd(_radeon(r"6[89][05]0"), "gfx1030"),
+    _amd(_radeon(r"67[05]0(?! ?GRE)"), "gfx1031"),
+    _amd(_radeon(r"66[05]0"), "gfx1032"),
+    _amd(_radeon(r"6[45]00"), "gfx1034", LLVM_PROCESSORS),
+    _amd(_radeon(r"5[67]00"), "gfx1010", LLVM_PROCESSORS),
+    _amd(_radeon(r"5500"), "gfx1012", LLVM_PROCESSORS),
+    _amd(r"\b(?:Radeon )?RX ?(?:4[6-8]0|5[5-9]0)\b", "gfx803", LLVM_PROCESSORS),
     _amd(r"\bRX ?Vega ?(?:56|64)\b|\bVega ?(?:56|64)\b", "gfx900", LLVM_PROCESSORS),
     _amd(r"\bRadeon VII\b|\bInstinct MI50\b|\bMI60\b", "gfx906"),
     _amd(r"\bRadeon PRO W6800\b|\bW6800\b", "gfx1030"),

@@ -306,7 +306,9 @@ AMD_MESSAGES: tuple[KnownMessage, ...] = (
         (r"AER: (?:Multiple )?(?:Corrected|Correctable|Uncorrected|Uncorrectable)"
          r"(?: \(\w+\))? error",
          r"PCIe Bus Error: severity=", r"Root Port link has been reset",
-         r"\baer_layer=", r"\[Hardware Error\]:\s+section_type: PCIe error"),
+         r"\baer_layer=", r"\[Hardware Error\]:\s+section_type: PCIe error",
+         # the AER status registers as sysfs (aer_dev_fatal) and firmware error records name them
+         r"\baer_uncor_status\b"),
         "The PCIe link of the port or device in the line reported errors (the kernel's "
         "Advanced Error Reporting). On a GPU's link they come from a riser, a cable, a loose "
         "card or a link run faster than it holds (ROCm issue 2927: an MI100 on an AM4 board).",
