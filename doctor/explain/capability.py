@@ -120,6 +120,11 @@ def _kernel_image(entry: KnownMessage, s: Situation, ctx: Context) -> None:
         return
     capability, line = found
     ctx.basis.append(line)
+    if arch_support(capability) is None:
+        ctx.notes.append(f"PyTorch's current wheels carry code for {capability}: the kernel "
+                         f"missing is in an extension or custom node, or in an old torch that "
+                         f"a program bundles.")
+        return
     before = len(ctx.commands)
     wheels_for(capability, ctx)
     if len(ctx.commands) > before:

@@ -35,13 +35,6 @@ def _hipblaslt(entry: KnownMessage, s: Situation, ctx: Context) -> None:
         ctx.notes.append(f"The GPU is {gfx} (line {line}).")
 
 
-def _gfx(s: Situation) -> list[tuple[str, int]]:
-    seen: dict[str, int] = {}
-    for fact in s.facts.all("gfx"):
-        seen.setdefault(fact.value, fact.line)
-    return list(seen.items())
-
-
 def _rocm_index(s: Situation) -> str:
     """The PyTorch ROCm index for the torch the text shows (rocm6.4 for 2.7.0+rocm6.4.1)."""
     from rocmdoctor.kb.torch_wheels import rocm_index_for
@@ -79,7 +72,9 @@ def _bitsandbytes(entry: KnownMessage, s: Situation, ctx: Context) -> None:
     if not is_amd_paste(s.facts) and not is_nvidia_paste(s.facts) and not s.host \
             and not CONDITIONS["bnb_cuda_setup"](s):
         ctx.doubts.append("the text shows neither ROCm nor CUDA; the fix below is ROCm's")
-    targets = _gfx(s)
+    from rocmdoctor.explain.targets import gpu_gfx
+
+    targets = gpu_gfx(s)
     if targets and not is_nvidia_paste(s.facts):
         gfx, line = targets[0]
         ctx.basis.append(line)

@@ -109,11 +109,12 @@ def paste_targets(entry: KnownMessage, s: Situation, ctx: Context) -> None:
     """What the text's own gfx targets say: native (a newer build, no override), never
     shipped (override on Linux when one is known, a build otherwise), Windows."""
     targets = gpu_gfx(s)
-    if not targets:
-        ctx.doubts.append("the text names no GPU target (gfx); `rocminfo | grep -m1 gfx` "
-                          "says which it is")
-        return
     windows = s.written_on_windows()
+    if not targets:
+        ctx.doubts.append("the text names no GPU target (gfx); "
+                          + ("`hipInfo` (the HIP SDK's) says which it is" if windows else
+                             "`rocminfo | grep -m1 gfx` says which it is"))
+        return
     for gfx, line in targets[:2]:
         ctx.basis.append(line)
         named = name_note(s, gfx)
