@@ -197,12 +197,12 @@ _CUDA_CODES = {
 
 
 def _cuda_code(entry: KnownMessage, s: Situation, ctx: Context) -> None:
-    m = re.search(r"Error (\d+): (\w+)", s.text)
+    m = re.search(r"Error (\d+): ([^\n(]+?)[.\s]*(?:\(|$)", s.text, re.MULTILINE)
     if m is None:
         return
     meaning = None if entry.key.startswith("hip") else _CUDA_CODES.get(int(m.group(1)))
-    ctx.notes.append(f"Error {m.group(1)} is {m.group(2)}" + (f": {meaning}." if meaning
-                                                               else "."))
+    ctx.notes.append(f"Error {m.group(1)} ({m.group(2).strip()})" + (f": {meaning}." if meaning
+                                                                      else "."))
     if m.group(1) == "802":
         ctx.commands.append("systemctl status nvidia-fabricmanager")
 

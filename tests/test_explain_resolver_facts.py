@@ -1,0 +1,97 @@
+"""The resolvers that read numbers and names out of the message itself (the driver's found
+version, a CUDA error number, NCCL's last error, the DKMS package and kernel, the web UI's
+exit code, the GPU's sm_XX, an override written as a gfx name, a visibility mask): for each a
+real paste or a real message, and the same text with that one fact changed, with the answers
+each gets."""
+
+from __future__ import annotations
+
+from rocmdoctor.explain import explain_text
+from tests.helpers import fixture_text
+from tests.test_explain_reasoning import ARCH_LIST, only
+
+NVIDIA_SMI = "nvidia-smi"
+TORCH_BUILD = ('python -c "import torch; print(torch.__version__, torch.version.cuda, '
+               'torch.version.hip, torch.cuda.is_available())"')
+
+
+def paste(name: str) -> str:
+    return fixture_text("errors/" + name)
+
+
+def test_the_found_version_says_which_cuda_the_driver_supports() -> None:
+    text = paste("cuda-driver-too-old--fastfcn-found-9000-traceback.txt")
+    assert only(text)[4:] == ((NVIDIA_SMI, TORCH_BUILD),
+                              ("'found version 9000': this driver supports CUDA 9.0 at most.",))
+    newer = only(text.replace("found version 9000", "found version 11040"))
+    assert newer[5] == ("'found version 11040': this driver supports CUDA 11.4 at most.",)
+
+
+GETDEVICECOUNT = ("RuntimeError: Unexpected error from cudaGetDeviceCount(). Did you run some cuda "
+                  "functions before calling NumCudaDevices() that might have already set an "
+                  "error? Error {}")
+
+
+def test_the_cuda_error_number_decides_what_getdevicecount_means() -> None:
+    mismatch = only(GETDEVICECOUNT.format("803: system has unsupported display driver / cuda "
+                                          "driver combination"))
+    assert mismatch[4:] == ((NVIDIA_SMI,), (
+        "Error 803 (system has unsupported display driver / cuda driver combination): the "
+        "display driver and the CUDA driver versions differ: reboot after a driver update, or "
+        "remove a forward-compatibility package that does not match.",))
+    fabric = explain_text(GETDEVICECOUNT.format("802: system not yet initialized"))
+    assert [e.key for e in fabric] == ["cuda-fabric-manager"]
+
+
+def test_nccls_last_error_is_quoted_and_without_it_nothing_is_made_up() -> None:
+    text = paste("nccl-unhandled-cuda-error--nccl-2.20.5-invalid-argument.txt")
+    assert only(text)[5] == ("NCCL's last error: Cuda failure 1 'invalid argument'.",)
+    cut = text.replace("[rank7]: Cuda failure 1 'invalid argument'", "")
+    assert only(cut)[5] == ()
+
+
+def test_dkms_names_the_package_and_the_kernel_it_failed_for() -> None:
+    text = paste("dkms-build-failed--amdgpu-5.18-on-kernel-6.5.txt")
+    assert only(text)[5] == ("amdgpu 5.18.13-1538762.20.04 did not build for kernel "
+                             "6.5.0-41-generic.",)
+    other = text.replace("6.5.0-41-generic", "6.8.0-45-generic")
+    assert only(other)[5] == ("amdgpu 5.18.13-1538762.20.04 did not build for kernel "
+                              "6.8.0-45-generic.",)
+
+
+def test_the_web_uis_exit_code_134_is_an_abort_and_1_is_not() -> None:
+    text = paste("hip-no-binary-for-gpu--docker-rx580-error-code-134.txt")
+    assert only(text)[5] == (
+        "Error code 134 is SIGABRT: the test process aborted instead of answering False; with "
+        "a ROCm torch that is the HIP runtime finding no code for the GPU.",)
+    assert only(text.replace("Error code: 134", "Error code: 1"))[5] == ()
+
+
+def test_the_gpus_sm_decides_the_wheels_new_blackwell_against_old_kepler() -> None:
+    text = paste("cuda-arch-not-in-build--rtx5060ti-container-cu128-fix.txt")
+    blackwell = only(text)
+    assert blackwell[4] == ("pip install --force-reinstall torch torchvision --index-url "
+                            "https://download.pytorch.org/whl/cu128",)
+    kepler = only(text.replace("NVIDIA GeForce RTX 5060 Ti with CUDA capability sm_120",
+                               "Tesla K40m with CUDA capability sm_35"))
+    assert kepler[4] == (ARCH_LIST,)
+    assert kepler[5][0] == ("Tesla K40m is sm_35; this torch has code for sm_50 sm_60 sm_70 "
+                            "sm_75 sm_80 sm_86 sm_90.")
+    assert kepler[5][1].startswith("Compute capability 3.5 (Kepler): torch 1.2.0 is the last "
+                                   "release whose official binaries carry sm_35")
+
+
+def test_an_override_written_as_a_gfx_name_gets_its_own_number() -> None:
+    assert only("export HSA_OVERRIDE_GFX_VERSION=gfx1030")[4:] == (
+        ("export HSA_OVERRIDE_GFX_VERSION=10.3.0",), ("gfx1030 is written 10.3.0.",))
+    assert only("export HSA_OVERRIDE_GFX_VERSION=gfx1100")[4:] == (
+        ("export HSA_OVERRIDE_GFX_VERSION=11.0.0",), ("gfx1100 is written 11.0.0.",))
+
+
+def test_a_visibility_mask_in_the_text_is_unset_and_without_one_only_listed() -> None:
+    error = "RuntimeError: CUDA error: invalid device ordinal"
+    listing = ('python -c "import torch; print(torch.cuda.device_count())"',
+               "env | grep VISIBLE_DEVICES")
+    assert only(error)[4:] == (listing, ())
+    assert only("export CUDA_VISIBLE_DEVICES=1\n" + error)[4:] == (
+        ("unset CUDA_VISIBLE_DEVICES", *listing), ("Set: CUDA_VISIBLE_DEVICES=1.",))
