@@ -188,7 +188,9 @@ class LiveHost(Host):
                 self.recording.commands[key] = result.to_dict()
             return result
 
-        return self.memo("cmd:" + key, execute)
+        # The memo is keyed by the argument list itself: ["sh", "-c", "a b"] and
+        # ["sh", "-c", "a", "b"] share a snapshot key but are two commands (issue 28).
+        return self.memo("cmd:" + "\0".join(argv), execute)
 
     def prefetch(self, argv: Sequence[str], timeout: Optional[float] = None) -> None:
         """Start a command now, in the background; run() with the same argv gets its result
