@@ -1,0 +1,436 @@
+#!/usr/bin/env python3
+"""Mutation testing over every wing, each mutant tested by the tests that run its code.
+
+    python scripts/mutation.py map                      # the coverage map (about 5 min, 2 cores)
+    python scripts/mutation.py run --sample 20 --seed 28 [wing ...]
+    python scripts/mutation.py report                   # the table of the last run
+
+A mutant is one change made by one of cosmic-ray's operators (pip install cosmic-ray: numbers
++1/-1, comparisons, binary and boolean operators, break/continue, exceptions, decorators,
+loops) or by the two literal operators below, which cosmic-ray lacks: a string literal
+wrapped in "XX" (a dict key, an environment-variable name, a pattern no longer matches) or
+cut by its last character (a regex piece, a version digit, a table value).
+
+Each mutant's tests are picked by coverage, not by file name: `map` runs the suite (e2e and
+GPU tests left out) once under coverage.py with one dynamic context per test
+(pytest-cov's --cov-context=test), which maps each line to the tests that ran it. Code that
+runs at import (a table, a class body, a default) has no test context; for such a line the
+tests are those that run any line reading the names it defines, in any module, following the
+module's own constants that are built from it (GFX_TARGETS from _t(...), _R714 from _P713).
+
+Everything runs in a copy of the working tree ($MUTATION_DIR, default
+/tmp/rocmdoctor-mutation), `rocmdoctor` imported from it; the checkout is never touched. A
+mutant whose tests fail or pass their time limit is killed; one whose tests all pass
+survived; one on a line no test runs is counted apart ("no tests") and not drawn. The sample
+is drawn per wing with random.Random(seed) from the mutants in source order, so the same
+code and seed draw the same mutants. docs/testing.md ("Mutation testing") records a run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+ROOT = Path(__file__).resolve().parent.parent
+WORK = Path(os.environ.get("MUTATION_DIR", "/tmp/rocmdoctor-mutation"))
+WINGS: dict[str, tuple[str, ...]] = {
+    "checks": ("checks/*.py",),
+    "facts": ("doctor/facts/*.py",),
+    "kb": ("doctor/kb/*.py",),
+    "host": ("doctor/host/*.py",),
+    "runner": ("doctor/runner.py", "checks/registry.py"),
+    "explain": ("doctor/explain/*.py",),
+    "render": ("doctor/render/*.py",),
+    "tuners": ("tuners/*.py",),
+    "bench": ("tuners/bench/*.py",),
+}
+PYTEST = ["-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
+          "--no-header", "-o", "addopts=", "-m", "not gpu"]
+
+
+# --- the literal operators -------------------------------------------------------------------
+def _string_operator() -> Any:
+    import parso
+    from cosmic_ray.operators.operator import Example, Operator
+
+    literal = re.compile(r"(?is)([rbu]*)('''|\"\"\"|'|\")(.*)\2")
+
+    def docstring(node: Any) -> bool:
+        parent = node.parent.parent if node.parent.type == "strings" else node.parent
+        return bool(parent.type == "simple_stmt")
+
+    def variants(node: Any) -> list[str]:
+        if node.type != "string":
+            return []
+        m = literal.fullmatch(node.value)
+        if m is None or "f" in m.group(1).lower() or docstring(node):
+            return []
+        prefix, quote, body = m.groups()
+        out = [f"{prefix}{quote}XX{body}XX{quote}"]
+        cut = body[:-2] if body.endswith(tuple("\\" + c for c in "\\'\"abfnrtv0")) else body[:-1]
+        if body and not cut.endswith("\\"):
+            out.append(f"{prefix}{quote}{cut}{quote}")
+        return [v for v in out if _evaluates(v)]
+
+    class ChangeString(Operator):  # type: ignore[misc]
+        """A string literal wrapped in XX, or cut by its last character."""
+
+        def mutation_positions(self, node: Any) -> Iterator[tuple[Any, Any]]:
+            for _ in variants(node):
+                yield (node.start_pos, node.end_pos)
+
+        def mutate(self, node: Any, index: int) -> Any:
+            return parso.python.tree.String(variants(node)[index], node.start_pos, node.prefix)
+
+        @classmethod
+        def examples(cls) -> tuple[Any, ...]:
+            return (Example('x = "ab"', 'x = "XXabXX"'), Example('x = "ab"', 'x = "a"', 1))
+
+    return ChangeString()
+
+
+def _evaluates(literal: str) -> bool:
+    try:
+        ast.literal_eval(literal)
+    except (ValueError, SyntaxError):
+        return False
+    return True
+
+
+def operators() -> dict[str, Any]:
+    import cosmic_ray.plugins as plugins
+
+    ops = {name: plugins.get_operator(name)() for name in plugins.operator_names()
+           if not plugins.get_operator(name).arguments()}
+    ops["literal/ChangeString"] = _string_operator()
+    return ops
+
+
+# --- mutants ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Mutant:
+    wing: str
+    path: str  # relative to the root
+    line: int
+    end_line: int
+    operator: str
+    occurrence: int
+
+
+def wing_files(wing: str) -> list[str]:
+    files = sorted({str(p.relative_to(ROOT)) for pattern in WINGS[wing]
+                    for p in ROOT.glob(pattern)})
+    return [f for f in files if not f.endswith("__init__.py") or (ROOT / f).stat().st_size > 400]
+
+
+def mutants_of(wing: str, path: str, ops: dict[str, Any]) -> list[Mutant]:
+    from cosmic_ray.ast import ast_nodes, get_ast_from_path
+
+    tree = get_ast_from_path(ROOT / path)
+    out = []
+    for name, op in ops.items():
+        positions = [(s, e) for node in ast_nodes(tree) for s, e in op.mutation_positions(node)]
+        out += [Mutant(wing, path, s[0], e[0], name, i) for i, (s, e) in enumerate(positions)]
+    return out
+
+
+def mutated_code(m: Mutant, ops: dict[str, Any], root: Path = ROOT) -> Optional[str]:
+    from cosmic_ray.mutating import mutate_code
+
+    code = mutate_code((root / m.path).read_text(encoding="utf-8"), ops[m.operator],
+                       m.occurrence)
+    if code is None:
+        return None
+    try:
+        compile(code, m.path, "exec")
+    except SyntaxError:
+        return None
+    return str(code)
+
+
+# --- which tests run a line --------------------------------------------------------------------
+class CoverageMap:
+    """Line -> the tests that ran it, from the map run; names read at import followed."""
+
+    def __init__(self, work: Path) -> None:
+        from coverage import CoverageData
+
+        data = CoverageData(basename=str(work / ".coverage-map"))
+        data.read()
+        self.lines: dict[str, dict[int, set[str]]] = {}
+        for measured in data.measured_files():
+            rel = _relative(measured, work)
+            if rel is None:
+                continue
+            by_line = data.contexts_by_lineno(measured)
+            self.lines[rel] = {n: {c.split("|")[0] for c in ctx if c} for n, ctx in
+                               by_line.items()}
+        self.durations: dict[str, float] = json.loads(
+            (work / "durations.json").read_text(encoding="utf-8"))
+        self._readers: dict[str, list[tuple[str, int]]] = {}
+        self._scopes: dict[str, _Module] = {}
+
+    def module(self, path: str) -> _Module:
+        if path not in self._scopes:
+            self._scopes[path] = _Module(ROOT / path)
+        return self._scopes[path]
+
+    def readers(self, name: str) -> list[tuple[str, int]]:
+        """Every (file, line) inside a function that reads `name`."""
+        if not self._readers:
+            for path in self.lines:
+                for n, line in self.module(path).reads:
+                    self._readers.setdefault(n, []).append((path, line))
+        return self._readers.get(name, [])
+
+    def tests_for(self, m: Mutant) -> set[str]:
+        tests: set[str] = set()
+        for line in range(m.line, m.end_line + 1):
+            tests |= self.lines.get(m.path, {}).get(line, set())
+        mod = self.module(m.path)
+        if not mod.in_function(m.line):
+            for name in mod.affected(m.line):
+                for path, line in self.readers(name):
+                    tests |= self.lines.get(path, {}).get(line, set())
+        return tests
+
+
+def _relative(measured: str, work: Path) -> Optional[str]:
+    real = os.path.realpath(measured)
+    for base in (str(work), str(ROOT)):
+        if real.startswith(base + os.sep):
+            return real[len(base) + 1:]
+    return None
+
+
+class _Module:
+    """Which lines of a module are inside functions, what each top-level statement defines,
+    and which names the function bodies read."""
+
+    def __init__(self, path: Path) -> None:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        self.function_lines: set[int] = set()
+        self.reads: list[tuple[str, int]] = []
+        self.top: list[tuple[int, int, set[str], set[str]]] = []  # lines, defines, reads
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                body = node.body if isinstance(node.body, list) else [node.body]
+                for stmt in body:
+                    self.function_lines.update(range(stmt.lineno, (stmt.end_lineno or 0) + 1))
+                    for sub in ast.walk(stmt):
+                        name = _read_name(sub)
+                        if name:
+                            self.reads.append((name, sub.lineno))
+        for stmt in tree.body:
+            self.top.append((stmt.lineno, stmt.end_lineno or stmt.lineno, _defines(stmt),
+                             {n for sub in ast.walk(stmt) if (n := _read_name(sub))}))
+
+    def in_function(self, line: int) -> bool:
+        return line in self.function_lines
+
+    def affected(self, line: int) -> set[str]:
+        """The names a change on this top-level line reaches, through the module's other
+        top-level statements."""
+        names = {n for a, b, defines, _ in self.top if a <= line <= b for n in defines}
+        grew = True
+        while grew:
+            grew = False
+            for _, _, defines, reads in self.top:
+                if reads & names and not defines <= names:
+                    names |= defines
+                    grew = True
+        return names
+
+
+def _read_name(node: ast.AST) -> Optional[str]:
+    if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+        return node.id
+    if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+        return node.attr
+    return None
+
+
+def _defines(stmt: ast.stmt) -> set[str]:
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {stmt.name}
+    targets: list[ast.expr] = []
+    if isinstance(stmt, ast.Assign):
+        targets = list(stmt.targets)
+    elif isinstance(stmt, (ast.AnnAssign, ast.AugAssign)):
+        targets = [stmt.target]
+    return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+
+
+# --- the copy, the map, a run ----------------------------------------------------------------
+def make_copy(work: Path) -> dict[str, str]:
+    """The working tree copied to `work`, `rocmdoctor` mapped onto it as setuptools does; the
+    environment that imports it from there."""
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT,
+                           capture_output=True, text=True, check=True).stdout.splitlines()
+    for f in files:
+        if (ROOT / f).is_file():
+            (work / f).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / f, work / f)
+    site = work / ".site" / "rocmdoctor"
+    shutil.rmtree(site, ignore_errors=True)
+    site.mkdir(parents=True)
+    for entry in (work / "doctor").iterdir():
+        (site / entry.name).symlink_to(entry)
+    (site / "checks").symlink_to(work / "checks")
+    (site / "tuners").symlink_to(work / "tuners")
+    env = dict(os.environ, PYTHONPATH=str(work / ".site"), PYTHONDONTWRITEBYTECODE="1")
+    probe = "import rocmdoctor.checks as c; print(c.__file__)"
+    where = subprocess.run([sys.executable, "-c", probe], cwd=work, env=env,
+                           capture_output=True, text=True, check=True).stdout
+    if not os.path.realpath(where.strip()).startswith(str(work)):
+        sys.exit(f"rocmdoctor is not imported from the copy: {where.strip()}")
+    return env
+
+
+def build_map(work: Path) -> None:
+    env = make_copy(work)
+    env["COVERAGE_FILE"] = str(work / ".coverage-map")
+    argv = [sys.executable, *PYTEST[:-2], "-m", "not gpu and not e2e", "--cov=rocmdoctor",
+            "--cov-context=test", "--cov-report=", "--durations=0"]
+    argv.remove("-x")
+    done = subprocess.run(argv, cwd=work, env=env, capture_output=True, text=True)
+    durations: dict[str, float] = {}
+    for line in done.stdout.splitlines():
+        m = re.match(r"\s*([\d.]+)s (?:call|setup|teardown)\s+(\S+)", line)
+        if m:
+            durations[m.group(2)] = durations.get(m.group(2), 0.0) + float(m.group(1))
+    (work / "durations.json").write_text(json.dumps(durations), encoding="utf-8")
+    print(done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr[-2000:])
+
+
+def draw(wing: str, ops: dict[str, Any], cover: CoverageMap, sample: int,
+         seed: int) -> tuple[list[tuple[Mutant, set[str]]], int, int]:
+    """(the drawn mutants with their tests, the mutants of the wing, those no test runs)."""
+    population = [m for f in wing_files(wing) for m in mutants_of(wing, f, ops)]
+    covered = []
+    for m in population:
+        tests = cover.tests_for(m)
+        if tests:
+            covered.append((m, tests))
+    rng = random.Random(f"{seed}:{wing}")
+    order = rng.sample(range(len(covered)), len(covered))
+    drawn = []
+    for i in order:  # a draw that does not compile (a cut string) is passed over
+        if len(drawn) == sample:
+            break
+        if mutated_code(covered[i][0], ops) is not None:
+            drawn.append(covered[i])
+    return drawn, len(population), len(population) - len(covered)
+
+
+def run_one(m: Mutant, tests: set[str], ops: dict[str, Any], work: Path,
+            env: dict[str, str], timeout_floor: float) -> dict[str, Any]:
+    target = work / m.path
+    original = target.read_text(encoding="utf-8")
+    code = mutated_code(m, ops, work)
+    durations = json.loads((work / "durations.json").read_text(encoding="utf-8"))
+    ordered = sorted(tests, key=lambda t: (durations.get(t, 1.0), t))
+    limit = timeout_floor + 3 * sum(durations.get(t, 1.0) for t in ordered)
+    args = work / "mutant-tests.txt"
+    args.write_text("\n".join(ordered) + "\n", encoding="utf-8")
+    start = time.monotonic()
+    try:
+        target.write_text(code or original, encoding="utf-8")
+        done = subprocess.run([sys.executable, *PYTEST, f"@{args}"], cwd=work, env=env,
+                              capture_output=True, text=True, timeout=limit)
+        status = "survived" if done.returncode == 0 else (
+            "killed" if done.returncode == 1 else f"error {done.returncode}")
+        failed = re.findall(r"^FAILED (\S+)", done.stdout, re.M)
+        if done.returncode not in (0, 1):
+            failed = [done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""]
+    except subprocess.TimeoutExpired:
+        status, failed = "killed", ["(timed out)"]
+    finally:
+        target.write_text(original, encoding="utf-8")
+    diff = [ln for ln in (code or "").splitlines()[m.line - 1:m.end_line]]
+    return {**asdict(m), "status": status, "tests": len(ordered), "by": failed[:1],
+            "seconds": round(time.monotonic() - start, 1), "mutated": " | ".join(diff)[:200]}
+
+
+def run(wings: list[str], sample: int, seed: int, work: Path, floor: float) -> None:
+    ops = operators()
+    env = make_copy(work)
+    cover = CoverageMap(work)
+    results = work / "results.jsonl"
+    summary = work / "summary.json"
+    totals = json.loads(summary.read_text(encoding="utf-8")) if summary.exists() else {}
+    for wing in wings:
+        drawn, population, untested = draw(wing, ops, cover, sample, seed)
+        totals[wing] = {"mutants": population, "no_tests": untested, "sample": len(drawn),
+                        "seed": seed}
+        summary.write_text(json.dumps(totals, indent=1), encoding="utf-8")
+        print(f"== {wing}: {population} mutants, {untested} on lines no test runs; "
+              f"{len(drawn)} drawn (seed {seed})", flush=True)
+        with results.open("a", encoding="utf-8") as out:
+            for m, tests in drawn:
+                r = run_one(m, tests, ops, work, env, floor)
+                out.write(json.dumps(r) + "\n")
+                out.flush()
+                print(f"{r['status']:8} {m.path}:{m.line} {m.operator}#{m.occurrence} "
+                      f"({r['tests']} tests, {r['seconds']} s) {r['mutated'][:90]}", flush=True)
+    report(work)
+
+
+def report(work: Path) -> None:
+    totals = json.loads((work / "summary.json").read_text(encoding="utf-8"))
+    rows: dict[str, list[dict[str, Any]]] = {}
+    for line in (work / "results.jsonl").read_text(encoding="utf-8").splitlines():
+        r = json.loads(line)
+        rows.setdefault(r["wing"], []).append(r)  # a later run of a mutant replaces it
+    print("| wing | mutants | no tests | sampled | killed | survived | score |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for wing, t in totals.items():
+        latest = {(r["path"], r["operator"], r["occurrence"]): r for r in rows.get(wing, [])}
+        killed = sum(r["status"] == "killed" for r in latest.values())
+        survived = [r for r in latest.values() if r["status"] != "killed"]
+        score = 100 * killed / len(latest) if latest else 0.0
+        print(f"| {wing} | {t['mutants']} | {t['no_tests']} | {len(latest)} | {killed} | "
+              f"{len(survived)} | {score:.1f} % |")
+        for r in survived:
+            print(f"  {r['status']}: {r['path']}:{r['line']} {r['operator']}#{r['occurrence']}"
+                  f"  {r['mutated'][:120]}", file=sys.stderr)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("map", help="the coverage map: line -> tests")
+    go = sub.add_parser("run", help="draw and test mutants")
+    go.add_argument("wings", nargs="*", help=f"some of {', '.join(WINGS)} (all)")
+    go.add_argument("--sample", type=int, default=20, help="mutants drawn a wing (20)")
+    go.add_argument("--seed", type=int, default=28)
+    go.add_argument("--timeout", type=float, default=60.0,
+                    help="seconds a mutant's tests get beyond 3 times their own time (60)")
+    sub.add_parser("report", help="the table of the runs in $MUTATION_DIR")
+    args = parser.parse_args()
+    WORK.mkdir(parents=True, exist_ok=True)
+    unknown = set(getattr(args, "wings", None) or ()) - set(WINGS)
+    if unknown:
+        parser.error(f"no wing {', '.join(sorted(unknown))}; the wings: {', '.join(WINGS)}")
+    if args.command == "map":
+        build_map(WORK)
+    elif args.command == "run":
+        run(args.wings or list(WINGS), args.sample, args.seed, WORK, args.timeout)
+    else:
+        report(WORK)
+
+
+if __name__ == "__main__":
+    main()
