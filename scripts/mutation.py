@@ -306,6 +306,10 @@ def build_map(work: Path) -> None:
             "--cov-context=test", "--cov-report=", "--durations=0"]
     argv.remove("-x")
     done = subprocess.run(argv, cwd=work, env=env, capture_output=True, text=True)
+    (work / "map.log").write_text(done.stdout + done.stderr, encoding="utf-8")
+    failing = sorted(set(re.findall(r"^FAILED (\S+)", done.stdout, re.M)))
+    (work / "baseline.json").write_text(json.dumps({"failing": failing, "passing": []}),
+                                        encoding="utf-8")
     durations: dict[str, float] = {}
     for line in done.stdout.splitlines():
         m = re.match(r"\s*([\d.]+)s (?:call|setup|teardown)\s+(\S+)", line)
@@ -335,13 +339,41 @@ def draw(wing: str, ops: dict[str, Any], cover: CoverageMap, sample: int,
     return drawn, len(population), len(population) - len(covered)
 
 
+def _fails_unmutated(test: str, work: Path, env: dict[str, str]) -> bool:
+    """Whether a test that killed a mutant fails on the code as it is (then it kills nothing:
+    it is left out of every mutant's tests). Each test is asked once a run directory."""
+    path = work / "baseline.json"
+    known = json.loads(path.read_text(encoding="utf-8"))
+    if test in known["failing"] or test in known["passing"]:
+        return test in known["failing"]
+    done = subprocess.run([sys.executable, *PYTEST, test], cwd=work, env=env,
+                          capture_output=True, text=True)
+    known["failing" if done.returncode else "passing"].append(test)
+    path.write_text(json.dumps(known), encoding="utf-8")
+    return done.returncode != 0
+
+
 def run_one(m: Mutant, tests: set[str], ops: dict[str, Any], work: Path,
             env: dict[str, str], timeout_floor: float) -> dict[str, Any]:
+    result = _run_one(m, tests, ops, work, env, timeout_floor)
+    while result["status"] == "killed" and result["by"] and "::" in result["by"][0] and \
+            _fails_unmutated(result["by"][0], work, env):
+        tests = tests - {result["by"][0]}
+        result = _run_one(m, tests, ops, work, env, timeout_floor)
+    return result
+
+
+def _run_one(m: Mutant, tests: set[str], ops: dict[str, Any], work: Path,
+             env: dict[str, str], timeout_floor: float) -> dict[str, Any]:
     target = work / m.path
     original = target.read_text(encoding="utf-8")
     code = mutated_code(m, ops, work)
     durations = json.loads((work / "durations.json").read_text(encoding="utf-8"))
-    ordered = sorted(tests, key=lambda t: (durations.get(t, 1.0), t))
+    failing = set(json.loads((work / "baseline.json").read_text(encoding="utf-8"))["failing"])
+    ordered = sorted(tests - failing, key=lambda t: (durations.get(t, 1.0), t))
+    if not ordered:
+        return {**asdict(m), "status": "no tests", "tests": 0, "by": [], "seconds": 0.0,
+                "mutated": ""}
     limit = timeout_floor + 3 * sum(durations.get(t, 1.0) for t in ordered)
     args = work / "mutant-tests.txt"
     args.write_text("\n".join(ordered) + "\n", encoding="utf-8")
@@ -350,10 +382,12 @@ def run_one(m: Mutant, tests: set[str], ops: dict[str, Any], work: Path,
         target.write_text(code or original, encoding="utf-8")
         done = subprocess.run([sys.executable, *PYTEST, f"@{args}"], cwd=work, env=env,
                               capture_output=True, text=True, timeout=limit)
+        # 1: a test failed; 2, 3: the mutant broke collection or pytest itself (an import
+        # error); 4, 5: the argument file was wrong, which is this script's fault.
         status = "survived" if done.returncode == 0 else (
-            "killed" if done.returncode == 1 else f"error {done.returncode}")
-        failed = re.findall(r"^FAILED (\S+)", done.stdout, re.M)
-        if done.returncode not in (0, 1):
+            "killed" if done.returncode in (1, 2, 3) else f"error {done.returncode}")
+        failed = re.findall(r"^(?:FAILED|ERROR) (\S+)", done.stdout, re.M)
+        if not failed:
             failed = [done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""]
     except subprocess.TimeoutExpired:
         status, failed = "killed", ["(timed out)"]
