@@ -170,8 +170,10 @@ class CoverageMap:
         data = CoverageData(basename=str(work / ".coverage-map"))
         data.read()
         self.lines: dict[str, dict[int, set[str]]] = {}
+        mapped = work / "map-root.txt"  # where the map ran (a map copied from another run)
+        bases = [mapped.read_text(encoding="utf-8").strip()] if mapped.exists() else []
         for measured in data.measured_files():
-            rel = _relative(measured, work)
+            rel = _relative(measured, [*bases, str(work), str(ROOT)])
             if rel is None:
                 continue
             by_line = data.contexts_by_lineno(measured)
@@ -207,9 +209,9 @@ class CoverageMap:
         return tests
 
 
-def _relative(measured: str, work: Path) -> Optional[str]:
+def _relative(measured: str, bases: list[str]) -> Optional[str]:
     real = os.path.realpath(measured)
-    for base in (str(work), str(ROOT)):
+    for base in bases:
         if real.startswith(base + os.sep):
             return real[len(base) + 1:]
     return None
@@ -307,6 +309,7 @@ def build_map(work: Path) -> None:
     argv.remove("-x")
     done = subprocess.run(argv, cwd=work, env=env, capture_output=True, text=True)
     (work / "map.log").write_text(done.stdout + done.stderr, encoding="utf-8")
+    (work / "map-root.txt").write_text(str(work), encoding="utf-8")
     failing = sorted(set(re.findall(r"^FAILED (\S+)", done.stdout, re.M)))
     (work / "baseline.json").write_text(json.dumps({"failing": failing, "passing": []}),
                                         encoding="utf-8")
