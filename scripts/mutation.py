@@ -425,21 +425,71 @@ def run(wings: list[str], sample: int, seed: int, work: Path, floor: float) -> N
     report(work)
 
 
+def again(work: Path, floor: float) -> None:
+    """Each mutant that survived the last run, tested again with the map as it is now (after
+    tests were added: run `map` first). A mutant is found by its mutated line, so code that
+    moved since still finds it; one whose line is gone is reported so."""
+    ops = operators()
+    env = make_copy(work)
+    cover = CoverageMap(work)
+    results = work / "results.jsonl"
+    latest: dict[tuple[str, str, int], dict[str, Any]] = {}
+    for line in results.read_text(encoding="utf-8").splitlines():
+        r = json.loads(line)
+        latest[(r["path"], r["operator"], r["occurrence"])] = r
+    for r in [r for r in latest.values() if r["status"] != "killed"]:
+        m = Mutant(r["wing"], r["path"], r["line"], r["end_line"], r["operator"],
+                   r["occurrence"])
+        found = _find_again(m, r["mutated"], ops)
+        if found is None:
+            print(f"gone     {m.path}:{m.line} {m.operator}#{m.occurrence} {r['mutated'][:90]}")
+            continue
+        result = run_one(found, cover.tests_for(found), ops, work, env, floor)
+        # Kept under the identity of the first run, so that the report counts it once.
+        result.update(line=m.line, end_line=m.end_line, occurrence=m.occurrence,
+                      again=True)
+        with results.open("a", encoding="utf-8") as out:
+            out.write(json.dumps(result) + "\n")
+        print(f"{result['status']:8} {m.path}:{m.line} {m.operator}#{m.occurrence} "
+              f"({result['tests']} tests, {result['seconds']} s) {result['mutated'][:90]}",
+              flush=True)
+    report(work)
+
+
+def _find_again(m: Mutant, mutated: str, ops: dict[str, Any]) -> Optional[Mutant]:
+    if _mutated_lines(m, ops) == mutated:
+        return m
+    for other in mutants_of(m.wing, m.path, {m.operator: ops[m.operator]}):
+        if _mutated_lines(other, ops) == mutated:
+            return other
+    return None
+
+
+def _mutated_lines(m: Mutant, ops: dict[str, Any]) -> str:
+    code = mutated_code(m, ops)
+    return " | ".join((code or "").splitlines()[m.line - 1:m.end_line])[:200]
+
+
 def report(work: Path) -> None:
     totals = json.loads((work / "summary.json").read_text(encoding="utf-8"))
     rows: dict[str, list[dict[str, Any]]] = {}
     for line in (work / "results.jsonl").read_text(encoding="utf-8").splitlines():
         r = json.loads(line)
         rows.setdefault(r["wing"], []).append(r)  # a later run of a mutant replaces it
-    print("| wing | mutants | no tests | sampled | killed | survived | score |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+    print("| wing | mutants | no tests | sampled | killed | survived | score | first pass |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for wing, t in totals.items():
-        latest = {(r["path"], r["operator"], r["occurrence"]): r for r in rows.get(wing, [])}
+        first: dict[tuple[str, str, int], dict[str, Any]] = {}
+        latest: dict[tuple[str, str, int], dict[str, Any]] = {}
+        for r in rows.get(wing, []):
+            first.setdefault((r["path"], r["operator"], r["occurrence"]), r)
+            latest[(r["path"], r["operator"], r["occurrence"])] = r
         killed = sum(r["status"] == "killed" for r in latest.values())
         survived = [r for r in latest.values() if r["status"] != "killed"]
         score = 100 * killed / len(latest) if latest else 0.0
+        before = 100 * sum(r["status"] == "killed" for r in first.values()) / max(1, len(first))
         print(f"| {wing} | {t['mutants']} | {t['no_tests']} | {len(latest)} | {killed} | "
-              f"{len(survived)} | {score:.1f} % |")
+              f"{len(survived)} | {score:.1f} % | {before:.1f} % |")
         for r in survived:
             print(f"  {r['status']}: {r['path']}:{r['line']} {r['operator']}#{r['occurrence']}"
                   f"  {r['mutated'][:120]}", file=sys.stderr)
@@ -455,6 +505,7 @@ def main() -> None:
     go.add_argument("--seed", type=int, default=28)
     go.add_argument("--timeout", type=float, default=60.0,
                     help="seconds a mutant's tests get beyond 3 times their own time (60)")
+    sub.add_parser("again", help="test the survivors of the last run again")
     sub.add_parser("report", help="the table of the runs in $MUTATION_DIR")
     args = parser.parse_args()
     WORK.mkdir(parents=True, exist_ok=True)
@@ -465,6 +516,8 @@ def main() -> None:
         build_map(WORK)
     elif args.command == "run":
         run(args.wings or list(WINGS), args.sample, args.seed, WORK, args.timeout)
+    elif args.command == "again":
+        again(WORK, 60.0)
     else:
         report(WORK)
 
