@@ -177,12 +177,14 @@ class CoverageMap:
             if rel is None:
                 continue
             by_line = data.contexts_by_lineno(measured)
-            self.lines[rel] = {n: {c.split("|")[0] for c in ctx if c} for n, ctx in
-                               by_line.items()}
+            # A parametrized test is run whole (test_x[a b] is no argument pytest takes back).
+            self.lines[rel] = {n: {c.split("|")[0].split("[")[0] for c in ctx if c}
+                               for n, ctx in by_line.items()}
         self.durations: dict[str, float] = json.loads(
             (work / "durations.json").read_text(encoding="utf-8"))
         self._readers: dict[str, list[tuple[str, int]]] = {}
         self._scopes: dict[str, _Module] = {}
+        self._import_time: dict[tuple[str, frozenset[str]], set[str]] = {}
 
     def module(self, path: str) -> _Module:
         if path not in self._scopes:
@@ -203,10 +205,31 @@ class CoverageMap:
             tests |= self.lines.get(m.path, {}).get(line, set())
         mod = self.module(m.path)
         if not mod.in_function(m.line):
-            for name in mod.affected(m.line):
-                for path, line in self.readers(name):
-                    tests |= self.lines.get(path, {}).get(line, set())
+            tests |= self.import_time_tests(m.path, frozenset(mod.defined_at(m.line)))
         return tests
+
+    def import_time_tests(self, path: str, defined: frozenset[str]) -> set[str]:
+        """The tests that run a line reading what a top-level statement defines."""
+        key = (path, defined)
+        if key not in self._import_time:
+            tests: set[str] = set()
+            for name in self.affected(self.module(path).affected(set(defined))):
+                for where, line in self.readers(name):
+                    tests |= self.lines.get(where, {}).get(line, set())
+            self._import_time[key] = tests
+        return self._import_time[key]
+
+    def affected(self, names: set[str]) -> set[str]:
+        """The names built at import from these, in any module (KNOWN_MESSAGES from
+        errors_torch's TORCH): a table read only by another table reaches its readers."""
+        names = set(names)
+        grew = True
+        while grew:
+            before = len(names)
+            for path in self.lines:
+                names |= self.module(path).affected(names)
+            grew = len(names) > before
+        return names
 
 
 def _relative(measured: str, bases: list[str]) -> Optional[str]:
@@ -242,10 +265,13 @@ class _Module:
     def in_function(self, line: int) -> bool:
         return line in self.function_lines
 
-    def affected(self, line: int) -> set[str]:
-        """The names a change on this top-level line reaches, through the module's other
-        top-level statements."""
-        names = {n for a, b, defines, _ in self.top if a <= line <= b for n in defines}
+    def defined_at(self, line: int) -> set[str]:
+        """The names the top-level statement holding this line defines."""
+        return {n for a, b, defines, _ in self.top if a <= line <= b for n in defines}
+
+    def affected(self, names: set[str]) -> set[str]:
+        """These names and those the module's top-level statements build from them."""
+        names = set(names)
         grew = True
         while grew:
             grew = False
@@ -317,7 +343,8 @@ def build_map(work: Path) -> None:
     for line in done.stdout.splitlines():
         m = re.match(r"\s*([\d.]+)s (?:call|setup|teardown)\s+(\S+)", line)
         if m:
-            durations[m.group(2)] = durations.get(m.group(2), 0.0) + float(m.group(1))
+            test = m.group(2).split("[")[0]
+            durations[test] = durations.get(test, 0.0) + float(m.group(1))
     (work / "durations.json").write_text(json.dumps(durations), encoding="utf-8")
     print(done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr[-2000:])
 
