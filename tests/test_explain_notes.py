@@ -36,3 +36,10 @@ def test_a_line_with_no_end_is_cut_as_it_is_read() -> None:
     pieces = list(lines_of([chunk] * 12 + ["\nlast"]))
     assert "".join(pieces[:-1]) == chunk * 12 and pieces[-1] == "last"
     assert max(len(p) for p in pieces) < LINE_CHARS * 4 + len(chunk)
+
+
+def test_an_unknown_line_is_searched_by_its_first_fourteen_words() -> None:
+    from rocmdoctor.explain.unknown import search_text
+
+    words = [f"word{chr(97 + i)}" for i in range(20)]
+    assert search_text(" ".join(words)) == " ".join(words[:14])
