@@ -413,9 +413,11 @@ def _run_one(m: Mutant, tests: set[str], ops: dict[str, Any], work: Path,
         done = subprocess.run([sys.executable, *PYTEST, f"@{args}"], cwd=work, env=env,
                               capture_output=True, text=True, timeout=limit)
         # 1: a test failed; 2, 3: the mutant broke collection or pytest itself (an import
-        # error); 4, 5: the argument file was wrong, which is this script's fault.
+        # error); 4, 5 otherwise: the argument file was wrong, which is this script's fault.
+        # 4 with a conftest that no longer imports is the mutant's doing too.
+        broke = done.returncode == 4 and "while loading conftest" in done.stdout + done.stderr
         status = "survived" if done.returncode == 0 else (
-            "killed" if done.returncode in (1, 2, 3) else f"error {done.returncode}")
+            "killed" if done.returncode in (1, 2, 3) or broke else f"error {done.returncode}")
         failed = re.findall(r"^(?:FAILED|ERROR) (\S+)", done.stdout, re.M)
         if not failed:
             failed = [done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""]
