@@ -386,9 +386,14 @@ def _fails_unmutated(test: str, work: Path, env: dict[str, str]) -> bool:
 def run_one(m: Mutant, tests: set[str], ops: dict[str, Any], work: Path,
             env: dict[str, str], timeout_floor: float) -> dict[str, Any]:
     result = _run_one(m, tests, ops, work, env, timeout_floor)
-    while result["status"] == "killed" and result["by"] and "::" in result["by"][0] and \
-            _fails_unmutated(result["by"][0], work, env):
-        tests = tests - {result["by"][0]}
+    while result["status"] == "killed" and result["by"] and "::" in result["by"][0]:
+        by = result["by"][0].split("[")[0]
+        # The test must fail on the mutant alone too: one that fails only after others (a
+        # test that leaks state into the next) proves nothing about the mutant.
+        if not _fails_unmutated(by, work, env) and \
+                _run_one(m, {by}, ops, work, env, timeout_floor)["status"] == "killed":
+            break
+        tests = tests - {by}
         result = _run_one(m, tests, ops, work, env, timeout_floor)
     return result
 
