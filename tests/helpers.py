@@ -51,10 +51,10 @@ def make_snapshot(
         "platform": {"system": "Linux", "machine": "x86_64", "kernel_release": kernel,
                      "hostname": "<redacted>"},
         "user": user or {"name": "alice", "uid": 1000, "groups": ["alice", "render", "video"]},
-        "env": env or {},
-        "files": files or {},
-        "paths": paths or {},
-        "dirs": dirs or {},
+        "env": dict(env or {}),
+        "files": dict(files or {}),
+        "paths": dict(paths or {}),
+        "dirs": dict(dirs or {}),
         "commands": cmds,
     }
     if python is not None:

@@ -259,3 +259,13 @@ def test_the_sdk_torch_loads_is_judged_against_the_driver() -> None:
         files={"/sys/module/amdgpu/version": "6.12.12\n"},
         python=probe(version, "7.0.51831", packages={"rocm-sdk-core": "7.0.2"})))
     assert run(TorchRocmMatch(), fine).status is Status.PASS
+
+
+def test_the_newest_of_several_wsl_runtimes_is_the_one_copied() -> None:
+    # Numbers in file names sort as numbers (issue 28): .so.1.14.0 is newer than .so.1.9.0.
+    data = wsl_host("2.4.0+rocm6.3.4", "6.3.42134-a9a80e791").data
+    data["paths"]["/opt/rocm/lib/libhsa-runtime64.so.1.9.0"] = {"type": "file"}
+    advice = wsl_advice(SnapshotHost(data))
+    assert advice is not None and advice.fix is not None
+    assert [c for c in advice.fix.commands if c.startswith("cp ")] == [
+        "cp /opt/rocm/lib/libhsa-runtime64.so.1.14.0 ."]

@@ -15,7 +15,15 @@ from rocmdoctor.checks.pcie_link import LACT_593, PcieLink
 from rocmdoctor.facts.amd_gpus import KFD_NODES
 from rocmdoctor.facts.kernel_log import RESTRICT_FILE
 from rocmdoctor.facts.nvidia_smi_q import parse_nvidia_smi_q
-from rocmdoctor.facts.pci import PCI_DEVICES, full_bdf, parse_lspci_nn, parse_speed, parse_width
+from rocmdoctor.facts.pci import (
+    PCI_DEVICES,
+    device,
+    full_bdf,
+    parse_lspci_nn,
+    parse_speed,
+    parse_width,
+)
+from rocmdoctor.facts.pcie_link import slot_device
 from rocmdoctor.host.snapshot import SnapshotHost
 from rocmdoctor.kb import pcie
 from rocmdoctor.kb.kernel_log import KERNEL_MESSAGES
@@ -440,3 +448,17 @@ def test_a_guest_whose_nvidia_smi_hides_every_maximum_generation() -> None:
     assert run(LINK, h) == LINK.passed("1 GPU link(s) at full width", (Finding.info(
         "0000:00:06.0 [10de:2335]: Gen5 x16 (32 GT/s) of speed unknown x16, read from "
         "nvidia-smi -q"),))
+
+
+def test_the_port_above_a_card_behind_a_switch_is_the_nearest_one() -> None:
+    # A PLX switch (vendor 0x10b5) between the root port and the GPU: the slot's port is the
+    # switch's downstream port, not the root port.
+    chain = ("0000:00:01.1", "0000:01:00.0", "0000:02:00.0")
+    h = machine([pci("0000:00:01.1", "0x1022", "0x1483", "0x060400"),
+                 pci("0000:01:00.0", "0x10b5", "0x8747", "0x060400", chain[:1]),
+                 pci("0000:02:00.0", "0x10b5", "0x8747", "0x060400", chain[:2]),
+                 pci("0000:03:00.0", "0x1002", "0x744c", "0x030000", chain)])
+    gpu = device(h, "0000:03:00.0")
+    assert gpu is not None
+    link_dev, port = slot_device(h, gpu)
+    assert (link_dev.bdf, port.bdf if port else None) == ("0000:03:00.0", "0000:02:00.0")

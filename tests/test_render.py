@@ -4,7 +4,7 @@ import json
 
 from rocmdoctor.model import CheckResult, Finding, Fix, Report, Status
 from rocmdoctor.render.check_json import render_json
-from rocmdoctor.render.terminal import render_terminal
+from rocmdoctor.render.terminal import render_lines, render_terminal
 
 REPORT = Report(
     tool_version="0.1.0",
@@ -183,3 +183,10 @@ def test_skips_that_follow_from_one_failure_name_it_once() -> None:
         "\n"
         "0 passed, 0 warnings, 1 failed, 2 skipped, 0 errors\n")
     assert json.loads(render_json(report))["checks"][2]["root_cause"] == "kfd-access"
+
+
+def test_the_header_line_is_bold() -> None:
+    report = Report(tool_version="0.1.0", platform="rocm", results=(
+        CheckResult("kfd-access", "KFD access", Status.PASS, "ok"),))
+    lines = render_lines(report)
+    assert (lines[0].plain, lines[0].style) == ("rocmdoctor 0.1.0 · platform: rocm", "bold")

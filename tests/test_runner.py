@@ -5,6 +5,7 @@ import time
 
 import pytest
 
+from rocmdoctor.checks.registry import DEEP_CHECKS, STRESS_CHECKS, all_checks
 from rocmdoctor.host import Host
 from rocmdoctor.model import Check, CheckResult, Fix, Status
 from rocmdoctor.runner import UnknownCheckError, run_checks, select_checks
@@ -87,6 +88,7 @@ def test_a_hanging_check_is_cut_off_and_reported() -> None:
     assert time.monotonic() - start < 2
     assert report.results[0].status is Status.ERROR
     assert report.results[0].summary == "the check did not finish within 0.3 s"
+    assert report.results[0].duration_ms == 300  # the time it was given, in ms
     assert report.results[1].status is Status.PASS
 
 
@@ -232,3 +234,26 @@ def test_every_check_that_reads_the_probe_says_so() -> None:
     declared = {c.id for c in all_checks(opt_in=True) if c.uses_python}
     assert "miopen-db" in readers and "torch-device" in readers
     assert sorted(readers - declared) == []
+
+
+def test_the_measured_checks_run_only_when_asked_for() -> None:
+    deep = {cls().id for cls in DEEP_CHECKS}
+    stress = {cls().id for cls in STRESS_CHECKS}
+    plain = {c.id for c in all_checks()}
+    assert plain & (deep | stress) == set()
+    assert {c.id for c in all_checks(deep=True)} == plain | deep
+    assert {c.id for c in all_checks(stress=True)} == plain | deep | stress
+
+
+def test_a_slow_prerequisite_is_waited_for_until_the_deadline_not_a_fixed_second() -> None:
+    # A prerequisite that fails after 1.2 s of a 10 s budget still skips its dependent, and
+    # the slow check itself is its own result, not "did not finish".
+    slow = Fixed("kfd-access", Status.FAIL, delay=1.2)
+    dependent = Needs("gpu-agents", Status.PASS, ("kfd-access",))
+    report = run_checks(host_of(), [dependent, slow], timeout_s=10)
+    assert [(r.id, r.status) for r in report.results] == [
+        ("gpu-agents", Status.SKIP), ("kfd-access", Status.FAIL)]
+    assert dependent.ran is False
+    # ...and a check alone that takes 1.2 s of its 10 is waited for.
+    alone = run_checks(host_of(), [Fixed("slow", Status.PASS, delay=1.2)], timeout_s=10)
+    assert [(r.id, r.status) for r in alone.results] == [("slow", Status.PASS)]

@@ -192,7 +192,7 @@ def test_read_topology_on_cuda_runs_nvidia_smi_once() -> None:
     found = read_topology(host, "cuda")
     assert found == parse_nvidia_topo(text)
     assert read_topology(host, "cuda") is found
-    assert host.memo("topology", lambda: None) is found
+    assert host.memo("topology:cuda", lambda: None) is found
 
 
 def test_read_topology_on_rocm_prefers_amd_smi() -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
+from typing import Any, Optional
 
 import pytest
 
@@ -222,3 +222,24 @@ def test_the_apply_line_names_the_optimizer_the_trial_ran(impl: str, optimizer: 
 ])
 def test_energy_is_shown_to_three_significant_digits(value: Any, unit: str, text: str) -> None:
     assert joules(value, unit_name(unit)) == text
+
+
+@pytest.mark.parametrize(("failure", "confirmation", "concluded"), [
+    (None, "done", True),
+    ("baseline", "done", False),
+    ("too-short", "nothing-to-confirm", False),
+    ("environment", "done", True),
+    (None, "failed", False),
+    (None, "not-run", False),
+])
+def test_a_tune_concludes_only_from_measurements(failure: Optional[str], confirmation: str,
+                                                  concluded: bool) -> None:
+    # TuneResult.concluded reads these two fields alone (the command's exit code rests on it).
+    from types import SimpleNamespace
+
+    from rocmdoctor.tuners.model import Confirmation, Failure, TuneResult
+
+    fields = SimpleNamespace(
+        failure=Failure(failure, "stopped", "why") if failure else None,
+        confirmation=Confirmation(confirmation))
+    assert TuneResult.concluded.fget(fields) is concluded  # type: ignore[attr-defined]

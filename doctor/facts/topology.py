@@ -237,4 +237,4 @@ def read_topology(host: Host, platform: str) -> Optional[Topology]:
                     or _run(host, ROCM_SMI_TOPO_ARGV, parse_rocm_showtopo))
         return None
 
-    return host.memo("topology", compute)
+    return host.memo(f"topology:{platform}", compute)

@@ -12,7 +12,10 @@ from rocmdoctor.host.base import (
     StatfsInfo,
     UserInfo,
     command_key,
+    natural_key,
+    natural_sorted,
 )
 
 __all__ = ["DEFAULT_COMMAND_TIMEOUT_S", "NOT_INSTALLED", "CommandResult", "Host", "PathInfo",
-           "PlatformInfo", "StatfsInfo", "UserInfo", "command_key"]
+           "PlatformInfo", "StatfsInfo", "UserInfo", "command_key",
+           "natural_key", "natural_sorted"]

@@ -9,9 +9,10 @@ from nothing else. Checks never call subprocess, open or os.environ themselves.
 
 from __future__ import annotations
 
+import re
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, TypeVar
 
@@ -282,6 +283,25 @@ class Host(ABC):
         if entry.error is not None:
             raise entry.error
         return entry.value
+
+
+def natural_key(name: str) -> list[tuple[int, int, str, str]]:
+    """Sorts card2 before card10, renderD999 before renderD1000, node 2 before node 10: the
+    numbers in a name compare as numbers (issue 28), by their digits (no int(): a name of
+    thousands of digits sorts too)."""
+    key = []
+    for part in re.split(r"([0-9]+)", name):
+        if part.isascii() and part.isdigit():
+            digits = part.lstrip("0")
+            key.append((0, len(digits), digits, part))
+        elif part:
+            key.append((1, 0, part, ""))
+    return key
+
+
+def natural_sorted(names: Iterable[str]) -> list[str]:
+    """Folder entries and glob matches in the order the Host gives them: numbers as numbers."""
+    return sorted(names, key=natural_key)
 
 
 def command_key(argv: Sequence[str]) -> str:

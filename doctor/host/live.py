@@ -25,6 +25,7 @@ from rocmdoctor.host import (
     StatfsInfo,
     UserInfo,
     command_key,
+    natural_sorted,
 )
 from rocmdoctor.host.deep import DEEP_SCRIPT, DEEP_TOOL, run_deep
 from rocmdoctor.host.process import run_command
@@ -188,7 +189,9 @@ class LiveHost(Host):
                 self.recording.commands[key] = result.to_dict()
             return result
 
-        return self.memo("cmd:" + key, execute)
+        # The memo is keyed by the argument list itself: ["sh", "-c", "a b"] and
+        # ["sh", "-c", "a", "b"] share a snapshot key but are two commands (issue 28).
+        return self.memo("cmd:" + "\0".join(argv), execute)
 
     def prefetch(self, argv: Sequence[str], timeout: Optional[float] = None) -> None:
         """Start a command now, in the background; run() with the same argv gets its result
@@ -244,7 +247,7 @@ class LiveHost(Host):
 
     def listdir(self, path: str) -> Optional[list[str]]:
         try:
-            names = sorted(os.listdir(path))
+            names = natural_sorted(os.listdir(path))
         except (OSError, ValueError):
             return None
         with self.recording.lock:
@@ -252,7 +255,7 @@ class LiveHost(Host):
         return names
 
     def glob(self, pattern: str) -> list[str]:
-        matches = sorted(_glob.glob(pattern))
+        matches = natural_sorted(_glob.glob(pattern))
         for match in matches:
             self.stat(match)  # so that a replay answers the same glob
         return matches

@@ -23,6 +23,7 @@ from rocmdoctor.host import (
     StatfsInfo,
     UserInfo,
     command_key,
+    natural_sorted,
 )
 from rocmdoctor.host.live import LiveHost
 from rocmdoctor.redact import REDACTED, capture_env, redact_snapshot
@@ -368,11 +369,11 @@ class SnapshotHost(Host):
     def listdir(self, path: str) -> Optional[list[str]]:
         entries = self._dirs.get(path)
         if entries is not None:
-            return sorted(str(e) for e in entries)
+            return natural_sorted(str(e) for e in entries)
         prefix = path.rstrip("/") + "/"
         children = {k[len(prefix):].split("/")[0] for k in self._keys() if k.startswith(prefix)}
         if children:
-            return sorted(children)
+            return natural_sorted(children)
         self._missing(path)
         return None
 
@@ -389,7 +390,7 @@ class SnapshotHost(Host):
                 fnmatch.fnmatchcase(p, w) for p, w in zip(parts, want)
             ):
                 found.add("/".join(parts[: len(want)]))
-        return sorted(found)
+        return natural_sorted(found)
 
     def statfs(self, path: str) -> Optional[StatfsInfo]:
         entry = self._statfs.get(path)
