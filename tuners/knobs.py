@@ -66,6 +66,11 @@ ROCM_FA_LIBRARY = ("https://docs.pytorch.org/docs/stable/backends.html"
 ROCR_ENV = "https://rocm.docs.amd.com/en/latest/reference/env-variables.html"
 BATCH = ("https://nvlabs.github.io/eccv2020-mixed-precision-tutorial/files/"
          "szymon_migacz-pytorch-performance-tuning-guide.pdf")
+LOADER_WORKERS = "https://docs.pytorch.org/docs/stable/data.html#multi-process-data-loading"
+LOADER_PIN = "https://docs.pytorch.org/docs/stable/data.html#memory-pinning"
+LOADER_API = "https://docs.pytorch.org/docs/stable/data.html#torch.utils.data.DataLoader"
+TUNING_GUIDE = "https://docs.pytorch.org/tutorials/recipes/recipes/tuning_guide.html"
+GPU_JPEG = "https://docs.pytorch.org/vision/stable/generated/torchvision.io.decode_jpeg.html"
 HSA_OVERRIDE = ("https://github.com/ROCm/ROCT-Thunk-Interface/blob/master/src/topology.c")
 
 
@@ -184,6 +189,33 @@ KNOBS: tuple[Knob, ...] = (
          "growable memory segments: less fragmentation, usually a memory knob more than a speed "
          "knob; on ROCm only torch >= 2.12 built for ROCm >= 7.0 honours it (" + ALLOC_ROCM + ")",
          min_versions=(("rocm", "2.12", "7.0"), ("cuda", "2.1", None))),
+    # The input pipeline, searched only with --data ("data": the workload reads images).
+    # PyTorch's tuning guide asks for workers and pinned memory first (TUNING_GUIDE).
+    Knob("num_workers", "DataLoader worker processes", SETTING, (), PLATFORMS,
+         ("default", "full"), LOADER_WORKERS,
+         "processes that read, decode and transform images beside the training step (0: the "
+         "training process does it between steps)", uses=("data",), fast="max",
+         choices_from="worker_counts"),
+    Knob("pin_memory", "DataLoader(pin_memory=)", SETTING, ((DEFAULT, None), ("on", True)),
+         ("rocm", "cuda"), ("default", "full"), LOADER_PIN,
+         "batches in page-locked host memory: copies to the GPU that do not wait",
+         uses=("data",), fast="on"),
+    Knob("persistent_workers", "DataLoader(persistent_workers=)", SETTING,
+         ((DEFAULT, None), ("on", True)), PLATFORMS, ("default", "full"), LOADER_API,
+         "keeps the worker processes from one epoch to the next instead of starting them anew "
+         "(acts with workers only)", uses=("data",), fast="on"),
+    Knob("prefetch_factor", "DataLoader(prefetch_factor=)", SETTING,
+         ((DEFAULT, None), ("4", 4), ("8", 8)), PLATFORMS, ("default", "full"), LOADER_API,
+         "batches each worker prepares ahead (default 2; acts with workers only)",
+         uses=("data",)),
+    Knob("gpu_decode", "JPEG decoding on the GPU (torchvision.io.decode_jpeg)", SETTING,
+         ((DEFAULT, None), ("on", True)), ("cuda",), ("default", "full"), GPU_JPEG,
+         "the loader hands over the files' bytes and the GPU decodes them (nvJPEG), which "
+         "frees the CPUs from decoding", uses=("data",), choices_from="gpu_decoders"),
+    Knob("loader_channels_last", "channels_last made in the loader", SETTING,
+         ((DEFAULT, None), ("on", True)), PLATFORMS, ("full",), CHANNELS_LAST,
+         "the workers hand over NHWC batches, so the training step does not convert them",
+         uses=("data",), requires=(("channels_last", "on"),)),
     Knob("test_fault", "test-only fault injection", ENV,
          (("none", {}), ("crash", {"ROCMDOCTOR_TEST_FAULT": "crash"}),
           ("hang", {"ROCMDOCTOR_TEST_FAULT": "hang"}), ("oom", {"ROCMDOCTOR_TEST_FAULT": "oom"})),

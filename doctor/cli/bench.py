@@ -81,8 +81,15 @@ def bench_command(
     timeout: float = typer.Option(600.0, "--timeout", min=1.0,
                                   help="Seconds the run may take (at least 1)."),
     python: Optional[str] = typer.Option(None, "--python", help="The Python to train with."),
+    data: Optional[str] = typer.Option(
+        None, "--data", metavar="PATH|synthetic-jpeg[:N]",
+        help="Train on images: a folder PATH/<class>/<image>.jpg, or N JPEG files rocmdoctor "
+        "writes once into its cache (default 10000); shows whether the GPU waits for them. "
+        "Loader settings with --set: num_workers, pin_memory, persistent_workers, "
+        "prefetch_factor, gpu_decode."),
 ) -> None:
-    """Measure training throughput on synthetic data, honestly (warm-up excluded)."""
+    """Measure training throughput, honestly (warm-up excluded): on synthetic tensors, or on
+    images read and decoded as training does (--data)."""
     from rocmdoctor.tuners.bench.child import run_bench_child
 
     try:
@@ -90,7 +97,8 @@ def bench_command(
                          channels_last=channels_last, compile=compile_model,
                          steps=steps or DEFAULT_STEPS, warmup=warmup, device=device,
                          image_size=image_size, seq_len=seq_len,
-                         settings=held_on_cpu(parse_settings(settings), steps))
+                         settings=held_on_cpu(parse_settings(settings), steps),
+                         data=data or "")
     except ValueError as exc:
         raise _fail(str(exc)) from None
     problems = spec.problems()
@@ -99,6 +107,10 @@ def bench_command(
     problem = unwritable(json_file) if json_file else None
     if problem:  # found before anything is measured
         raise _fail(problem)
+    if data:
+        from rocmdoctor.cli.data import resolve_data
+
+        spec = resolve_data(data, spec, python, int(spec.settings.get("num_workers", 0) or 0))
     if find_max_batch:
         raise typer.Exit(_max_batch(spec, timeout, python))
 

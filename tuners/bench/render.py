@@ -84,6 +84,24 @@ def _timing_rows(m: Mapping[str, Any], w: Mapping[str, Any], unit: str
     ]
 
 
+def data_rows(data: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """With --data: the images, the loader, and where the measured time went."""
+    if not data:
+        return []
+    split = data.get("split") or {}
+    loader = ", ".join(f"{k}={v}" for k, v in (data.get("loader") or {}).items())
+    decode = "; decoded on the GPU" if data.get("gpu_decode") else ""
+    return [
+        ("data", f"{data.get('images', '?'):,} images in {data.get('classes', '?')} classes; "
+                 f"DataLoader({loader}){decode}"),
+        ("input", f"{split.get('verdict', '?')}: the device waited for input "
+                  f"{pct(split.get('input_share'))} of the measured time (computing "
+                  f"{num(split.get('compute_s'), 2)} s, waiting for batches "
+                  f"{num(split.get('wait_s'), 2)} s, of {num(split.get('wall_s'), 2)} s; "
+                  f"{split.get('how', '?')})"),
+    ]
+
+
 def _memory_row(mem: Mapping[str, Any]) -> tuple[str, str]:
     if mem.get("peak_allocated_bytes") is not None:
         return ("memory", f"peak {gib(mem.get('peak_allocated_bytes'))} allocated, "
@@ -125,6 +143,7 @@ def result_rows(result: Mapping[str, Any]) -> list[tuple[str, str]]:
     per_unit = (result.get("workload") or {}).get("units_per_sample") or 1
     mfu = m.get("mfu") or {}
     return [*_timing_rows(m, result.get("warmup") or {}, unit),
+            *data_rows(result.get("data") or {}),
             _memory_row(m.get("memory") or {}),
             *_power_rows(m.get("power") or {}, per_unit, per),
             *_flops_rows(m.get("flops") or {}, mfu, per_unit, per),
