@@ -204,8 +204,12 @@ CUDA = Platform(kind="cuda", torch="2.13.0", cuda="12.8", device="H200", arch="s
 
 def test_the_loader_knobs_are_searched_only_with_data() -> None:
     without = sp.plan_space(CPU16, BenchSpec(model="tinycnn", device="cpu"), {})
-    assert dict(without.skipped)["num_workers"] == \
-        "only with --data (images read through a DataLoader)"
+    assert not {"num_workers", "pin_memory"} & ({pk.name for pk in without.knobs}
+                                                | set(dict(without.skipped)))
+    asked = sp.plan_space(CPU16, BenchSpec(model="tinycnn", device="cpu"), {},
+                          space="num_workers")
+    assert asked.knobs == () and dict(asked.skipped) == {
+        "num_workers": "only with --data (images read through a DataLoader)"}
     with_data = sp.plan_space(CPU16, BenchSpec(model="tinycnn", device="cpu", data="/d"), {})
     workers = with_data.get("num_workers")
     assert workers is not None

@@ -102,6 +102,18 @@ def _baseline(space: SpaceInfo, name: str) -> Optional[str]:
     return None if knob is None else knob.baseline
 
 
+def _loader_apply(space: SpaceInfo, params: Mapping[str, str], spec: BenchSpec,
+                  platform_kind: str, loader: Optional[Mapping[str, Any]]) -> list[str]:
+    """The DataLoader lines of a point that changes the input pipeline ([] otherwise)."""
+    changed = [name for name, label in params.items()
+               if name in LOADER_KNOBS and label != _baseline(space, name)]
+    if not changed or loader is None:
+        return []
+    batch = params.get("batch_size", "")
+    return loader_lines(int(batch) if batch.isdigit() else spec.batch_size, loader, changed,
+                        "cpu" if platform_kind == "cpu" else "cuda")
+
+
 def loader_lines(batch_size: int, loader: Mapping[str, Any], changed: Sequence[str],
                  device: str) -> list[str]:
     """The DataLoader a trial ran, as a training script writes it, and what decoding on the
@@ -125,12 +137,7 @@ def how_to_apply(space: SpaceInfo, params: Mapping[str, str], trial_env: Mapping
     env = {k: v for k, v in trial_env.items() if k not in NOT_EXPORTED}
     python: list[str] = []
     notes: list[str] = []
-    changed_loader = [name for name, label in params.items()
-                      if name in LOADER_KNOBS and label != _baseline(space, name)]
-    if changed_loader and loader is not None:
-        batch = params.get("batch_size", "")
-        python += loader_lines(int(batch) if batch.isdigit() else spec.batch_size, loader,
-                               changed_loader, "cpu" if platform_kind == "cpu" else "cuda")
+    python += _loader_apply(space, params, spec, platform_kind, loader)
     for name, label in params.items():
         knob = space.knob(name)
         if knob is None or label == knob.baseline or name in LOADER_KNOBS:

@@ -282,6 +282,8 @@ def plan_space(platform: Platform, spec: BenchSpec, env: Mapping[str, str],
     for knob in kb.KNOBS:
         if not _in_space(knob, space, names) or (knob.test_only and not allow_test_knobs):
             continue
+        if knob.uses == ("data",) and not spec.data and not names:
+            continue  # the input pipeline's knobs: not even "not searched" without --data
         if any(pk.name == knob.name for pk in planned):
             continue
         reason = _kept(knob, spec, kept) or _why_not(knob, platform, spec, env)

@@ -88,8 +88,10 @@ def bench_command(
         "Loader settings with --set: num_workers, pin_memory, persistent_workers, "
         "prefetch_factor, gpu_decode."),
 ) -> None:
-    """Measure training throughput, honestly (warm-up excluded): on synthetic tensors, or on
-    images read and decoded as training does (--data)."""
+    """Measure training throughput honestly (warm-up excluded), on synthetic or real data.
+
+    With --data, images are read and decoded as training does, and the result says how long
+    the device waited for them."""
     from rocmdoctor.tuners.bench.child import run_bench_child
 
     try:

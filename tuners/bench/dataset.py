@@ -116,51 +116,62 @@ def _write(folder: str, count: int, python: Optional[str], env: Mapping[str, str
         proc = process.spawn(argv, env=child_env)
     except OSError as exc:
         raise DataError(f"cannot start {argv[0]}: {exc.strerror or exc}") from None
-    limit = 60.0 + SECONDS_AN_IMAGE * count
     lines: queue.Queue[Optional[str]] = queue.Queue()
     errors: queue.Queue[Optional[str]] = queue.Queue()
     for stream, sink in ((proc.stdout, lines), (proc.stderr, errors)):
         threading.Thread(target=_pump, args=(stream, sink), daemon=True).start()
-    start, last, total, so_far = time.monotonic(), time.monotonic(), None, ""
     try:
-        while True:
-            left = limit - (time.monotonic() - start)
-            if left <= 0:
-                raise DataError(f"writing the synthetic JPEG files did not finish in "
-                                f"{limit:.0f} s: cut off")
-            try:
-                line = lines.get(timeout=min(left, 5.0))
-            except queue.Empty:
-                line = ""
-            if line is None:
-                break
-            words = line.split()
-            if words[:1] == ["done"] and len(words) == 3:
-                total = int(words[2])
-            elif words[:1] == ["written"] and len(words) == 4:
-                so_far = f"{int(words[1]):,} of {int(words[3]):,}, "
-            if time.monotonic() - last >= 5.0:  # at least every 5 s, also when quiet
-                last = time.monotonic()
-                say(f"rocmdoctor: writing the synthetic JPEG files: {so_far}"
-                    f"{last - start:.0f} s")
+        total = _follow(lines, 60.0 + SECONDS_AN_IMAGE * count, say)
         code = proc.wait(timeout=30)
     except BaseException:
         process.kill_group(proc)
         raise
     finally:
         process.reap_tagged(tag, exclude=(proc.pid,))
-    stderr = _drained(errors)
     if code != 0 or total is None:
+        stderr = _drained(errors)
         last_line = next((s for s in reversed(stderr.strip().splitlines()) if s.strip()),
                          f"exit code {code}")
         raise DataError(f"writing the synthetic JPEG files failed: {last_line.strip()}")
+    _mark_done(folder, count, total)
+    return total
+
+
+def _follow(lines: queue.Queue[Optional[str]], limit: float, say: Callable[[str], None]
+            ) -> Optional[int]:
+    """The writer's lines up to its end: progress said every 5 s (also when it is quiet),
+    the bytes of its `done` line; DataError past `limit` seconds."""
+    start = last = time.monotonic()
+    total, so_far = None, ""
+    while True:
+        left = limit - (time.monotonic() - start)
+        if left <= 0:
+            raise DataError(f"writing the synthetic JPEG files did not finish in "
+                            f"{limit:.0f} s: cut off")
+        try:
+            line = lines.get(timeout=min(left, 5.0))
+        except queue.Empty:
+            line = ""
+        if line is None:
+            return total
+        words = line.split()
+        if words[:1] == ["done"] and len(words) == 3:
+            total = int(words[2])
+        elif words[:1] == ["written"] and len(words) == 4:
+            so_far = f"{int(words[1]):,} of {int(words[3]):,}, "
+        if time.monotonic() - last >= 5.0:
+            last = time.monotonic()
+            say(f"rocmdoctor: writing the synthetic JPEG files: {so_far}{last - start:.0f} s")
+
+
+def _mark_done(folder: str, count: int, total: int) -> None:
+    """The mark that the folder holds all `count` files (written last)."""
     try:
         with open(os.path.join(folder, DONE_MARK), "w", encoding="utf-8") as fh:
             fh.write(f"{count} {total}\n")
     except OSError as exc:
         raise DataError(f"cannot write {os.path.join(folder, DONE_MARK)}: "
                         f"{exc.strerror or exc}") from None
-    return total
 
 
 def _drained(lines: queue.Queue[Optional[str]], wait_s: float = 5.0) -> str:
