@@ -337,3 +337,16 @@ def test_tune_data_searches_the_loader_and_records_the_input_wait(tmp_path: Path
         assert 0.0 <= t["input_share"] <= 1.0
         assert t["input_verdict"] == verdict_of(t["input_share"])
     assert "waited for input" in done.stderr
+
+
+@pytest.mark.e2e
+def test_a_run_cut_off_by_its_timeout_leaves_no_loader_worker_behind(tmp_path: Path) -> None:
+    root = _folder(tmp_path / "images", count=64, classes=2)
+    marker = f"rocmdoctor-test-{uuid.uuid4().hex}"
+    args = BENCH + TINY + ["--data", str(root), "--set", "num_workers=2", "--set",
+                           "persistent_workers=true", "--steps", "100000", "--timeout", "15"]
+    done = _run(args, tmp_path, ROCMDOCTOR_TEST_MARK=marker)
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert "rocmdoctor: error: the benchmark timeout: " in done.stderr
+    assert "first step " in done.stderr  # the loader had started its workers
+    assert _processes_with(marker) == []
