@@ -89,6 +89,9 @@ CODE_LINES: dict[tuple[str, str], tuple[str, ...]] = {
 
 # The knobs of the input pipeline (--data): one DataLoader line says them all.
 LOADER_KNOBS = frozenset(k.name for k in kb.KNOBS if "data" in k.uses)
+# DistributedDataParallel's own arguments (--nproc): one constructor line says them.
+DDP_KNOBS = tuple(dict.fromkeys(k.name for k in kb.KNOBS
+                                if "ddp" in k.uses and k.kind == kb.SETTING))
 GPU_DECODE_LINES = (
     "# the dataset returns each file's bytes (torchvision.io.read_file(path)); per batch:",
     "images = torchvision.io.decode_jpeg(list_of_bytes, device='{device}')  # then the "
@@ -128,6 +131,17 @@ def loader_lines(batch_size: int, loader: Mapping[str, Any], changed: Sequence[s
     return lines
 
 
+def ddp_lines(space: SpaceInfo, params: Mapping[str, str], platform_kind: str) -> list[str]:
+    """The DistributedDataParallel a point constructs, where it changes DDP's arguments."""
+    args = {name: kb.knobs_named(name)[0].value(params[name]) for name in DDP_KNOBS
+            if name in params and params[name] != _baseline(space, name)}
+    if not args:
+        return []
+    ids = "None" if platform_kind == "cpu" else "[local_rank]"
+    given = "".join(f", {k}={v!r}" for k, v in args.items())
+    return [f"model = torch.nn.parallel.DistributedDataParallel(model, device_ids={ids}{given})"]
+
+
 def how_to_apply(space: SpaceInfo, params: Mapping[str, str], trial_env: Mapping[str, str],
                  platform_kind: str, spec: BenchSpec, optimizer: Optional[str] = None,
                  loader: Optional[Mapping[str, Any]] = None) -> Apply:
@@ -138,9 +152,10 @@ def how_to_apply(space: SpaceInfo, params: Mapping[str, str], trial_env: Mapping
     python: list[str] = []
     notes: list[str] = []
     python += _loader_apply(space, params, spec, platform_kind, loader)
+    python += ddp_lines(space, params, platform_kind)
     for name, label in params.items():
         knob = space.knob(name)
-        if knob is None or label == knob.baseline or name in LOADER_KNOBS:
+        if knob is None or label == knob.baseline or name in LOADER_KNOBS or name in DDP_KNOBS:
             continue
         if name == "tunableop" and label == "on":
             env["PYTORCH_TUNABLEOP_ENABLED"] = "1"

@@ -94,13 +94,28 @@ def _in_space(knob: Knob, space: str, names: Sequence[str]) -> bool:
     return space in knob.spaces
 
 
+def workload_parts(spec: BenchSpec) -> tuple[str, ...]:
+    """The parts of the workload beside its model: reading data (--data), data parallelism
+    (--nproc)."""
+    return tuple(part for part, present in (("data", bool(spec.data)),
+                                            ("ddp", spec.nproc > 1)) if present)
+
+
+def _part_missing(knob: Knob, spec: BenchSpec) -> Optional[str]:
+    """Why a knob of a workload part (kb.WORKLOAD_PARTS) cannot act: the part is missing."""
+    parts = [use for use in knob.uses if use in kb.WORKLOAD_PARTS]
+    if not parts or set(parts) & set(workload_parts(spec)):
+        return None
+    return kb.WORKLOAD_PARTS[parts[0]]
+
+
 def workload_uses(spec: BenchSpec) -> Optional[tuple[str, ...]]:
-    """What the workload spends its time in: its model's operations, and reading data with
-    --data; None for a model nobody knows (every knob may act on it)."""
+    """What the workload spends its time in: its model's operations, and its parts; None for
+    a model nobody knows (every knob may act on it)."""
     uses = kb.MODEL_USES.get(spec.model)
     if uses is None:
         return None
-    return (*uses, "data") if spec.data else uses
+    return (*uses, *workload_parts(spec))
 
 
 def _why_not(knob: Knob, platform: Platform, spec: BenchSpec,
@@ -112,8 +127,9 @@ def _why_not(knob: Knob, platform: Platform, spec: BenchSpec,
     gap = rules.version_gap(knob, platform)
     if gap:
         return gap
-    if knob.uses == ("data",) and not spec.data:
-        return "only with --data (images read through a DataLoader)"
+    missing = _part_missing(knob, spec)
+    if missing:
+        return missing
     uses = workload_uses(spec)
     if knob.uses and uses is not None and not set(knob.uses) & set(uses):
         return f"{spec.model} has no {'/'.join(knob.uses)} work for it to act on"
@@ -282,8 +298,8 @@ def plan_space(platform: Platform, spec: BenchSpec, env: Mapping[str, str],
     for knob in kb.KNOBS:
         if not _in_space(knob, space, names) or (knob.test_only and not allow_test_knobs):
             continue
-        if knob.uses == ("data",) and not spec.data and not names:
-            continue  # the input pipeline's knobs: not even "not searched" without --data
+        if _part_missing(knob, spec) and not names:
+            continue  # a part the workload lacks: its knobs are not even "not searched"
         if any(pk.name == knob.name for pk in planned):
             continue
         reason = _kept(knob, spec, kept) or _why_not(knob, platform, spec, env)
