@@ -93,6 +93,9 @@ def bench_command(
         "a GPU (gloo on the CPU); the result is the slowest rank's pace times N, with the "
         "scaling efficiency against one process. DDP settings with --set: bucket_cap_mb, "
         "gradient_as_bucket_view, static_graph, broadcast_buffers."),
+    scaling_run: bool = typer.Option(
+        True, "--scaling/--no-scaling", help="With --nproc: measure the same settings in one "
+        "process first, for the scaling efficiency."),
 ) -> None:
     """Measure training throughput honestly (warm-up excluded), on synthetic or real data.
 
@@ -122,7 +125,8 @@ def bench_command(
     if find_max_batch:
         raise typer.Exit(_max_batch(spec, timeout, python))
 
-    single = _one_process_reference(spec, timeout, python) if spec.nproc > 1 else None
+    single = _one_process_reference(spec, timeout, python) \
+        if spec.nproc > 1 and scaling_run else None
     progress = _Progress(spec)
     with progress:
         outcome = run_bench_child(spec, timeout_s=timeout, python=python,

@@ -86,6 +86,18 @@ def wrap(torch: Any, model: Any, device: Any, settings: Mapping[str, Any]) -> An
     return DistributedDataParallel(model, device_ids=ids, **ddp_args(settings))
 
 
+def agreed(torch: Any, value: int, device: Any, most: bool = True) -> int:
+    """The largest (or smallest) of `value` over the ranks. Every rank must take as many
+    steps as the others, or one waits for ever in a gradient all-reduce: a count that rests
+    on each rank's own clock (the warm-up until the clocks settle, the steps that fit in the
+    CPU's time) is agreed first."""
+    import torch.distributed as dist
+
+    tensor = torch.tensor([value], dtype=torch.int64, device=device)
+    dist.all_reduce(tensor, op=dist.ReduceOp.MAX if most else dist.ReduceOp.MIN)
+    return int(tensor.item())
+
+
 def leave(torch: Any) -> None:
     import torch.distributed as dist
 

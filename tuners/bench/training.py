@@ -47,6 +47,22 @@ class Training:
     def cuda(self) -> bool:
         return bool(self.device.type == "cuda")
 
+    def agree(self, flag: bool) -> bool:
+        """True where any rank says so (a data-parallel run's ranks decide together)."""
+        if self.rank is None:
+            return flag
+        from rocmdoctor.tuners.bench import ddp
+
+        return bool(ddp.agreed(self.torch, int(flag), self.device))
+
+    def agree_count(self, count: int) -> int:
+        """The smallest of the ranks' counts (all ranks then take as many steps)."""
+        if self.rank is None:
+            return count
+        from rocmdoctor.tuners.bench import ddp
+
+        return ddp.agreed(self.torch, count, self.device, most=False)
+
     def autocast(self) -> contextlib.AbstractContextManager[Any]:
         if self.amp is None:
             return contextlib.nullcontext()
@@ -152,8 +168,8 @@ def warm_up(t: Training, spec: BenchSpec, step: Callable[[], None],
     warm: list[float] = []
     min_warm_s = float(spec.settings.get("min_warmup_s", 2.0 if t.cuda else 0.0))
     cap = max(spec.warmup, 1) * 50
-    while len(warm) < spec.warmup or (len(warm) < cap and sum(warm[1:]) < min_warm_s):
-        if held is not None and len(warm) >= 2 and sum(warm) >= held / 4:
+    while t.agree(len(warm) < spec.warmup or (len(warm) < cap and sum(warm[1:]) < min_warm_s)):
+        if t.agree(held is not None and len(warm) >= 2 and sum(warm) >= held / 4):
             break
         t0 = time.perf_counter()
         step()

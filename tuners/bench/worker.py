@@ -208,7 +208,8 @@ def _run_prepared(torch: Any, t: training.Training, spec: BenchSpec,
     # --steps is given): a large model there takes seconds a step.
     held = None if t.cuda else float(spec.settings.get("cpu_time_s", 0.0)) or None
     warm = training.warm_up(t, spec, step, emit, held)
-    steps = spec.steps if held is None else training.held_steps(spec.steps, warm, held)
+    steps = spec.steps if held is None else \
+        t.agree_count(training.held_steps(spec.steps, warm, held))
     info = device_info(torch, t.device)
     sampler = _power_sampler(t, spec, info)
     step_s, windows = training.measure(t, steps, step, emit, unit_per_step)
