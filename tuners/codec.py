@@ -41,6 +41,7 @@ TRIAL = ("number", "params", "state", "message", "stderr_tail", "baseline", "ret
          "p10", "p90", "cv", "unit", "memory_bytes", "memory_kind", "energy_per_sample_j",
          "units_per_sample", "optimizer_class", "first_step_s", "windows", "unsupported",
          "visible_devices", "survivors", "retried", "known_cause", "environment")
+TRIAL_DATA = ("loader", "input_share", "input_verdict")  # written for --data trials only
 PLATFORM = ("kind", "torch", "hip", "cuda", "device", "arch", "cpu_count", "torch_threads",
             "device_count")
 KNOB_INFO = ("name", "title", "kind", "choices", "baseline", "changes_numerics",
@@ -84,6 +85,8 @@ def trial_dict(t: Trial) -> dict[str, Any]:
     out = _fields(t, TRIAL)
     for key in ("retried", "known_cause"):
         out[key] = dict(out[key]) if out[key] is not None else None
+    if t.loader is not None:
+        out.update(_fields(t, TRIAL_DATA))
     return out
 
 
@@ -201,7 +204,7 @@ def space_from(d: Mapping[str, Any]) -> SpaceInfo:
 
 
 def trial_from(d: Mapping[str, Any]) -> Trial:
-    values = {k: d[k] for k in TRIAL if k in d}
+    values = {k: d[k] for k in TRIAL + TRIAL_DATA if k in d}
     values["params"] = _map(d.get("params"))
     values["env"] = _map(d.get("env"))
     values["windows"] = tuple(w for w in _list(d.get("windows")))

@@ -94,6 +94,8 @@ class TrialEnded:
     time_left: float
     survivors: int = 0
     known_cause: Optional[str] = None
+    input_share: Optional[float] = None  # with --data: the device's wait for input
+    input_verdict: Optional[str] = None
 
 
 @dataclass(frozen=True)

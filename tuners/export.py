@@ -163,8 +163,9 @@ def _head(result: TuneResult) -> list[str]:
     for t in counted:
         states[t.state] = states.get(t.state, 0) + 1
     queued = sum(t.state == "waiting" for t in result.trials)
-    return [f"rocmdoctor tune: {w.model}, batch {w.batch_size}, {w.precision} on {p.shown} "
-            f"({p.versions})",
+    ranks = f", {w.nproc} ranks (DDP)" if w.nproc > 1 else ""
+    return [f"rocmdoctor tune: {w.model}, batch {w.batch_size}, {w.precision}{ranks} on "
+            f"{p.shown} ({p.versions})",
             f"study {result.study.name}: {len(counted)} trials ("
             + ", ".join(f"{n} {s}" for s, n in sorted(states.items())) + f") in "
             f"{_duration(result.elapsed_s)}", *_stopped_line(result, queued), ""]

@@ -66,6 +66,16 @@ ROCM_FA_LIBRARY = ("https://docs.pytorch.org/docs/stable/backends.html"
 ROCR_ENV = "https://rocm.docs.amd.com/en/latest/reference/env-variables.html"
 BATCH = ("https://nvlabs.github.io/eccv2020-mixed-precision-tutorial/files/"
          "szymon_migacz-pytorch-performance-tuning-guide.pdf")
+LOADER_WORKERS = "https://docs.pytorch.org/docs/stable/data.html#multi-process-data-loading"
+LOADER_PIN = "https://docs.pytorch.org/docs/stable/data.html#memory-pinning"
+LOADER_API = "https://docs.pytorch.org/docs/stable/data.html#torch.utils.data.DataLoader"
+TUNING_GUIDE = "https://docs.pytorch.org/tutorials/recipes/recipes/tuning_guide.html"
+GPU_JPEG = "https://docs.pytorch.org/vision/stable/generated/torchvision.io.decode_jpeg.html"
+DDP_DOC = ("https://docs.pytorch.org/docs/stable/generated/"
+           "torch.nn.parallel.DistributedDataParallel.html")
+TORCH_NCCL_ENV = "https://docs.pytorch.org/docs/stable/torch_nccl_environment_variables.html"
+NCCL_ENV = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html"
+RCCL_ENV = "https://rocm.docs.amd.com/projects/rccl/en/latest/api-reference/env-variables.html"
 HSA_OVERRIDE = ("https://github.com/ROCm/ROCT-Thunk-Interface/blob/master/src/topology.c")
 
 
@@ -184,6 +194,66 @@ KNOBS: tuple[Knob, ...] = (
          "growable memory segments: less fragmentation, usually a memory knob more than a speed "
          "knob; on ROCm only torch >= 2.12 built for ROCm >= 7.0 honours it (" + ALLOC_ROCM + ")",
          min_versions=(("rocm", "2.12", "7.0"), ("cuda", "2.1", None))),
+    # The input pipeline, searched only with --data ("data": the workload reads images).
+    # PyTorch's tuning guide asks for workers and pinned memory first (TUNING_GUIDE).
+    Knob("num_workers", "DataLoader worker processes", SETTING, (), PLATFORMS,
+         ("default", "full"), LOADER_WORKERS,
+         "processes that read, decode and transform images beside the training step (0: the "
+         "training process does it between steps)", uses=("data",), fast="max",
+         choices_from="worker_counts"),
+    Knob("pin_memory", "DataLoader(pin_memory=)", SETTING, ((DEFAULT, None), ("on", True)),
+         ("rocm", "cuda"), ("default", "full"), LOADER_PIN,
+         "batches in page-locked host memory: copies to the GPU that do not wait",
+         uses=("data",), fast="on"),
+    Knob("persistent_workers", "DataLoader(persistent_workers=)", SETTING,
+         ((DEFAULT, None), ("on", True)), PLATFORMS, ("default", "full"), LOADER_API,
+         "keeps the worker processes from one epoch to the next instead of starting them anew "
+         "(acts with workers only)", uses=("data",), fast="on"),
+    Knob("prefetch_factor", "DataLoader(prefetch_factor=)", SETTING,
+         ((DEFAULT, None), ("4", 4), ("8", 8)), PLATFORMS, ("default", "full"), LOADER_API,
+         "batches each worker prepares ahead (default 2; acts with workers only)",
+         uses=("data",)),
+    Knob("gpu_decode", "JPEG decoding on the GPU (torchvision.io.decode_jpeg)", SETTING,
+         ((DEFAULT, None), ("on", True)), ("cuda",), ("default", "full"), GPU_JPEG,
+         "the loader hands over the files' bytes and the GPU decodes them (nvJPEG), which "
+         "frees the CPUs from decoding", uses=("data",), choices_from="gpu_decoders"),
+    Knob("loader_channels_last", "channels_last made in the loader", SETTING,
+         ((DEFAULT, None), ("on", True)), PLATFORMS, ("full",), CHANNELS_LAST,
+         "the workers hand over NHWC batches, so the training step does not convert them",
+         uses=("data",), requires=(("channels_last", "on"),)),
+    # Data parallelism, searched only with --nproc 2 or more ("ddp": the workload runs as
+    # ranks of DistributedDataParallel). torch.compile is searched with DDP as without.
+    Knob("bucket_cap_mb", "DDP(bucket_cap_mb=)", SETTING,
+         ((DEFAULT, None), ("10", 10), ("50", 50), ("100", 100)), PLATFORMS,
+         ("default", "full"), DDP_DOC,
+         "the size of the gradient buckets all-reduced together (default 25 MB): larger "
+         "buckets, fewer collectives; smaller, more overlap with the backward pass",
+         uses=("ddp",)),
+    Knob("gradient_as_bucket_view", "DDP(gradient_as_bucket_view=)", SETTING,
+         ((DEFAULT, None), ("on", True)), PLATFORMS, ("default", "full"), DDP_DOC,
+         "gradients are views into the all-reduce buckets: no copy in or out, less memory",
+         uses=("ddp",), fast="on"),
+    Knob("static_graph", "DDP(static_graph=)", SETTING, ((DEFAULT, None), ("on", True)),
+         PLATFORMS, ("default", "full"), DDP_DOC,
+         "tells DDP the graph is the same every step, so it can skip searching for unused "
+         "parameters and plan the buckets once", uses=("ddp",), fast="on"),
+    Knob("broadcast_buffers", "DDP(broadcast_buffers=)", SETTING,
+         ((DEFAULT, None), ("off", False)), PLATFORMS, ("default", "full"), DDP_DOC,
+         "off: no broadcast of rank 0's buffers each step; each rank keeps its own batch-norm "
+         "statistics", uses=("ddp",)),
+    Knob("nccl_min_nchannels", "NCCL_MIN_NCHANNELS", ENV,
+         _env_choices("NCCL_MIN_NCHANNELS", "16", "32"), ("rocm", "cuda"), SPACES, NCCL_ENV,
+         "the fewest channels (parallel rings) NCCL or RCCL uses for a collective (RCCL reads "
+         "the same variable: " + RCCL_ENV + ")", uses=("ddp",)),
+    Knob("torch_nccl_high_priority", "TORCH_NCCL_HIGH_PRIORITY", ENV,
+         _env_choices("TORCH_NCCL_HIGH_PRIORITY", "1"), ("rocm", "cuda"), SPACES,
+         TORCH_NCCL_ENV, "the communicator's work on a high-priority stream, ahead of compute",
+         uses=("ddp",)),
+    Knob("torch_nccl_async_error_handling", "TORCH_NCCL_ASYNC_ERROR_HANDLING", ENV,
+         _env_choices("TORCH_NCCL_ASYNC_ERROR_HANDLING", "0", "1"), ("rocm", "cuda"),
+         ("full",), TORCH_NCCL_ENV,
+         "what the watchdog does on a collective's error: 0 nothing, 1 abort the communicator "
+         "and end the process (default 3: end the process)", uses=("ddp",)),
     Knob("test_fault", "test-only fault injection", ENV,
          (("none", {}), ("crash", {"ROCMDOCTOR_TEST_FAULT": "crash"}),
           ("hang", {"ROCMDOCTOR_TEST_FAULT": "hang"}), ("oom", {"ROCMDOCTOR_TEST_FAULT": "oom"})),
@@ -237,7 +307,21 @@ NEVER_SEARCHED: tuple[tuple[str, str, str], ...] = tuple(
 ) + (
     ("HSA_OVERRIDE_GFX_VERSION", "a compatibility override (which GPU code objects load), "
      "not a performance knob; a wrong value hangs or computes garbage", HSA_OVERRIDE),
-)
+) + tuple(
+    (var, "NVLink multicast stays as the machine's owner configured it: every trial keeps "
+     "what the environment has", source) for var, source in (
+        ("NCCL_NVLS_ENABLE", NCCL_ENV),
+        ("TORCH_SYMM_MEM_DISABLE_MULTICAST",
+         "https://docs.pytorch.org/docs/stable/symmetric_memory.html"),
+        ("NVSHMEM_DISABLE_NVLS",
+         "https://docs.nvidia.com/nvshmem/api/gen/env.html")))
+
+# Knobs of one part of a workload (Knob.uses): searched only where the workload has it, and
+# not even listed as "not searched" otherwise (unless named in --space): with the reason.
+WORKLOAD_PARTS: dict[str, str] = {
+    "data": "only with --data (images read through a DataLoader)",
+    "ddp": "only with --nproc 2 or more (DistributedDataParallel)",
+}
 
 
 def knobs_named(name: str) -> tuple[Knob, ...]:

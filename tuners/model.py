@@ -29,6 +29,7 @@ class Platform:
     cpu_count: int = 1
     torch_threads: Optional[int] = None
     device_count: int = 0  # GPUs torch sees (0 on the CPU)
+    torchvision: Optional[str] = None  # its version in the Python that trains (not recorded)
 
     @property
     def versions(self) -> str:
@@ -166,6 +167,11 @@ class Trial:
     retried: Optional[Mapping[str, str]] = None  # the first crash, when it ran once more
     known_cause: Optional[Mapping[str, str]] = None  # a cause outside rocmdoctor, named
     environment: bool = False  # crashed because the environment broke, not its settings
+    # With --data: the DataLoader arguments it ran, and the share of the measured time the
+    # device waited for input, with its verdict (rocmdoctor.tuners.bench.feed)
+    loader: Optional[Mapping[str, Any]] = None
+    input_share: Optional[float] = None
+    input_verdict: Optional[str] = None
 
     @property
     def measured(self) -> bool:

@@ -28,7 +28,8 @@ def platform_of(torch: TorchInfo, device: str) -> Platform:
         raise ProbeError(f"cannot import torch: {error}")
     base = Platform(kind="cpu", torch=torch.version, hip=torch.hip, cuda=torch.cuda,
                     device="cpu", cpu_count=torch.cpu_count or 1,
-                    torch_threads=torch.num_threads)
+                    torch_threads=torch.num_threads,
+                    torchvision=torch.packages.get("torchvision"))
     if device == "cpu" or not (torch.available and torch.devices):
         if device == "cuda":
             raise ProbeError(f"--device cuda, but torch {torch.version} sees no GPU")

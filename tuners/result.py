@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Mapping, Sequence
-from typing import Optional
+from typing import Any, Optional
 
 from rocmdoctor import __version__, schemas
 from rocmdoctor.host import process
 from rocmdoctor.tuners import confirm as cf
+from rocmdoctor.tuners import knobs as kb
 from rocmdoctor.tuners.bench.spec import BenchSpec
 from rocmdoctor.tuners.model import (
     Apply,
@@ -86,16 +87,75 @@ CODE_LINES: dict[tuple[str, str], tuple[str, ...]] = {
 }
 
 
+# The knobs of the input pipeline (--data): one DataLoader line says them all.
+LOADER_KNOBS = frozenset(k.name for k in kb.KNOBS if "data" in k.uses)
+# DistributedDataParallel's own arguments (--nproc): one constructor line says them.
+DDP_KNOBS = tuple(dict.fromkeys(k.name for k in kb.KNOBS
+                                if "ddp" in k.uses and k.kind == kb.SETTING))
+GPU_DECODE_LINES = (
+    "# the dataset returns each file's bytes (torchvision.io.read_file(path)); per batch:",
+    "images = torchvision.io.decode_jpeg(list_of_bytes, device='{device}')  # then the "
+    "transforms, on the GPU",)
+LOADER_CHANNELS_LAST = ("image = image.contiguous(memory_format=torch.channels_last)  # last "
+                        "step of the dataset's transform",)
+
+
+def _baseline(space: SpaceInfo, name: str) -> Optional[str]:
+    knob = space.knob(name)
+    return None if knob is None else knob.baseline
+
+
+def _loader_apply(space: SpaceInfo, params: Mapping[str, str], spec: BenchSpec,
+                  platform_kind: str, loader: Optional[Mapping[str, Any]]) -> list[str]:
+    """The DataLoader lines of a point that changes the input pipeline ([] otherwise)."""
+    changed = [name for name, label in params.items()
+               if name in LOADER_KNOBS and label != _baseline(space, name)]
+    if not changed or loader is None:
+        return []
+    batch = params.get("batch_size", "")
+    return loader_lines(int(batch) if batch.isdigit() else spec.batch_size, loader, changed,
+                        "cpu" if platform_kind == "cpu" else "cuda")
+
+
+def loader_lines(batch_size: int, loader: Mapping[str, Any], changed: Sequence[str],
+                 device: str) -> list[str]:
+    """The DataLoader a trial ran, as a training script writes it, and what decoding on the
+    GPU or channels_last in the loader add."""
+    args = "".join(f", {k}={v!r}" for k, v in loader.items())
+    lines = [f"loader = torch.utils.data.DataLoader(dataset, batch_size={batch_size}, "
+             f"shuffle=True, drop_last=True{args})"]
+    if "gpu_decode" in changed:
+        lines += [line.format(device=device) for line in GPU_DECODE_LINES]
+    if "loader_channels_last" in changed:
+        lines += list(LOADER_CHANNELS_LAST)
+    return lines
+
+
+def ddp_lines(space: SpaceInfo, params: Mapping[str, str], platform_kind: str) -> list[str]:
+    """The DistributedDataParallel a point constructs, where it changes DDP's arguments."""
+    args = {name: kb.knobs_named(name)[0].value(params[name]) for name in DDP_KNOBS
+            if name in params and params[name] != _baseline(space, name)}
+    if not args:
+        return []
+    ids = "None" if platform_kind == "cpu" else "[local_rank]"
+    given = "".join(f", {k}={v!r}" for k, v in args.items())
+    return [f"model = torch.nn.parallel.DistributedDataParallel(model, device_ids={ids}{given})"]
+
+
 def how_to_apply(space: SpaceInfo, params: Mapping[str, str], trial_env: Mapping[str, str],
-                 platform_kind: str, spec: BenchSpec, optimizer: Optional[str] = None) -> Apply:
+                 platform_kind: str, spec: BenchSpec, optimizer: Optional[str] = None,
+                 loader: Optional[Mapping[str, Any]] = None) -> Apply:
     """Environment variables, Python lines and notes that reproduce a trial's settings;
-    `optimizer` is the optimizer class the trial ran (`torch.optim.AdamW`)."""
+    `optimizer` is the optimizer class the trial ran (`torch.optim.AdamW`), `loader` the
+    DataLoader arguments it ran with --data."""
     env = {k: v for k, v in trial_env.items() if k not in NOT_EXPORTED}
     python: list[str] = []
     notes: list[str] = []
+    python += _loader_apply(space, params, spec, platform_kind, loader)
+    python += ddp_lines(space, params, platform_kind)
     for name, label in params.items():
         knob = space.knob(name)
-        if knob is None or label == knob.baseline:
+        if knob is None or label == knob.baseline or name in LOADER_KNOBS or name in DDP_KNOBS:
             continue
         if name == "tunableop" and label == "on":
             env["PYTORCH_TUNABLEOP_ENABLED"] = "1"
@@ -141,7 +201,8 @@ def build(study: Study, spec: BenchSpec, platform: Platform, space: SpaceInfo, b
     apply = None
     if best is not None:
         t = next(t for t in trials if t.number == best.trial)
-        apply = how_to_apply(space, best.params, t.env, platform.kind, spec, t.optimizer_class)
+        apply = how_to_apply(space, best.params, t.env, platform.kind, spec, t.optimizer_class,
+                             t.loader)
     effects = cf.mark_effects(cf.knob_effects(trials, space), space,
                               best.changes if best else None, confirmation.noise_cv,
                               confirmation.status == "done")

@@ -290,7 +290,8 @@ class Search:
             state=outcome.state, message=outcome.message, throughput=throughput,
             unit=metrics.get("unit"), best=max(best or 0.0, throughput or 0.0) or None,
             finished=len(self.done()), total=self.total(), time_left=self.ctx.budget.left(),
-            survivors=outcome.survivors, known_cause=cause.what if cause else None))
+            survivors=outcome.survivors, known_cause=cause.what if cause else None,
+            input_share=metrics.get("input_share"), input_verdict=metrics.get("input_verdict")))
         if outcome.state == "ok":
             return float(throughput or 0.0)
         if outcome.state == "pruned":

@@ -94,6 +94,30 @@ def _in_space(knob: Knob, space: str, names: Sequence[str]) -> bool:
     return space in knob.spaces
 
 
+def workload_parts(spec: BenchSpec) -> tuple[str, ...]:
+    """The parts of the workload beside its model: reading data (--data), data parallelism
+    (--nproc)."""
+    return tuple(part for part, present in (("data", bool(spec.data)),
+                                            ("ddp", spec.nproc > 1)) if present)
+
+
+def _part_missing(knob: Knob, spec: BenchSpec) -> Optional[str]:
+    """Why a knob of a workload part (kb.WORKLOAD_PARTS) cannot act: the part is missing."""
+    parts = [use for use in knob.uses if use in kb.WORKLOAD_PARTS]
+    if not parts or set(parts) & set(workload_parts(spec)):
+        return None
+    return kb.WORKLOAD_PARTS[parts[0]]
+
+
+def workload_uses(spec: BenchSpec) -> Optional[tuple[str, ...]]:
+    """What the workload spends its time in: its model's operations, and its parts; None for
+    a model nobody knows (every knob may act on it)."""
+    uses = kb.MODEL_USES.get(spec.model)
+    if uses is None:
+        return None
+    return (*uses, *workload_parts(spec))
+
+
 def _why_not(knob: Knob, platform: Platform, spec: BenchSpec,
              env: Mapping[str, str]) -> Optional[str]:
     if platform.kind not in knob.platforms:
@@ -103,7 +127,10 @@ def _why_not(knob: Knob, platform: Platform, spec: BenchSpec,
     gap = rules.version_gap(knob, platform)
     if gap:
         return gap
-    uses = kb.MODEL_USES.get(spec.model)
+    missing = _part_missing(knob, spec)
+    if missing:
+        return missing
+    uses = workload_uses(spec)
     if knob.uses and uses is not None and not set(knob.uses) & set(uses):
         return f"{spec.model} has no {'/'.join(knob.uses)} work for it to act on"
     if knob.kind == kb.TUNABLEOP and env.get("PYTORCH_TUNABLEOP_ENABLED"):
@@ -155,8 +182,35 @@ def _precisions(knob: Knob, spec: BenchSpec, platform: Platform, env: Mapping[st
     return tuple(labels), spec.precision, {}, None
 
 
+def _worker_counts(knob: Knob, spec: BenchSpec, platform: Platform, env: Mapping[str, str],
+                   batch_sizes: Sequence[int]) -> Choices:
+    """Yours (0 unless --set num_workers), then 0 and doublings from 2 up to the CPUs this
+    process may run on (its affinity mask, as the probe counted them), and that count."""
+    current = int(spec.settings.get("num_workers", 0) or 0)
+    counts = [0]
+    n = 2
+    while n < platform.cpu_count and len(counts) < 4:
+        counts.append(n)
+        n *= 2
+    counts.append(platform.cpu_count)
+    labels = [str(current)] + [str(c) for c in dict.fromkeys(counts) if c != current]
+    values: dict[str, Any] = {label: int(label) for label in labels}
+    return tuple(labels), str(current), values, None
+
+
+def _gpu_decoders(knob: Knob, spec: BenchSpec, platform: Platform, env: Mapping[str, str],
+                  batch_sizes: Sequence[int]) -> Choices:
+    """The table's choices where the Python that trains has torchvision to decode with."""
+    if not platform.torchvision:
+        return (), "", {}, "needs torchvision (torchvision.io.decode_jpeg) in the Python " \
+            "that trains"
+    labels, baseline = _static_choices(knob, spec, platform, env)
+    return labels, baseline, {}, None
+
+
 CHOICES_FROM = {"batch_sizes": _batch_sizes, "thread_counts": _thread_counts,
-                "precisions": _precisions}
+                "precisions": _precisions, "worker_counts": _worker_counts,
+                "gpu_decoders": _gpu_decoders}
 
 
 def _static_choices(knob: Knob, spec: BenchSpec, platform: Platform,
@@ -244,6 +298,8 @@ def plan_space(platform: Platform, spec: BenchSpec, env: Mapping[str, str],
     for knob in kb.KNOBS:
         if not _in_space(knob, space, names) or (knob.test_only and not allow_test_knobs):
             continue
+        if _part_missing(knob, spec) and not names:
+            continue  # a part the workload lacks: its knobs are not even "not searched"
         if any(pk.name == knob.name for pk in planned):
             continue
         reason = _kept(knob, spec, kept) or _why_not(knob, platform, spec, env)

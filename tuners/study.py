@@ -263,7 +263,11 @@ def metrics_of(result: Mapping[str, Any]) -> dict[str, Any]:
     device_mem = memory.get("peak_reserved_bytes")
     workload = result.get("workload") or {}
     knobs = (result.get("environment") or {}).get("knobs") or {}
-    return {
+    data = result.get("data") or {}
+    split = data.get("split") or {}
+    loader = {"loader": data.get("loader"), "input_share": split.get("input_share"),
+              "input_verdict": split.get("verdict")} if data else {}
+    return {**loader,
         "throughput": tput.get("median"), "p10": tput.get("p10"), "p90": tput.get("p90"),
         "cv": tput.get("cv"), "unit": metrics.get("unit", "samples"),
         "memory_bytes": device_mem if device_mem is not None else
@@ -283,7 +287,8 @@ def metrics_of(result: Mapping[str, Any]) -> dict[str, Any]:
 
 
 METRICS = ("throughput", "p10", "p90", "cv", "unit", "memory_bytes", "memory_kind",
-           "energy_per_sample_j", "units_per_sample", "optimizer_class", "first_step_s")
+           "energy_per_sample_j", "units_per_sample", "optimizer_class", "first_step_s",
+           "loader", "input_share", "input_verdict")
 
 
 def read_trial(trial: optuna.trial.FrozenTrial, environment: bool = False) -> Trial:

@@ -39,7 +39,7 @@ COMMANDS: dict[str, CommandSpec] = {
         "confirm."),
     "bench": CommandSpec(
         "rocmdoctor.cli.bench", "bench_command",
-        "Measure training throughput on synthetic data, honestly (warm-up excluded)."),
+        "Measure training throughput honestly (warm-up excluded), on synthetic or real data."),
     "compare": CommandSpec(
         "rocmdoctor.cli.bench", "compare_command",
         "Compare bench results side by side, with differences against the first."),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shutil
 import sys
 import time
@@ -81,8 +82,25 @@ def bench_command(
     timeout: float = typer.Option(600.0, "--timeout", min=1.0,
                                   help="Seconds the run may take (at least 1)."),
     python: Optional[str] = typer.Option(None, "--python", help="The Python to train with."),
+    data: Optional[str] = typer.Option(
+        None, "--data", metavar="PATH|synthetic-jpeg[:N]",
+        help="Train on images: a folder PATH/<class>/<image>.jpg, or N JPEG files rocmdoctor "
+        "writes once into its cache (default 10000); shows whether the GPU waits for them. "
+        "Loader settings with --set: num_workers, pin_memory, persistent_workers, "
+        "prefetch_factor, gpu_decode."),
+    nproc: int = typer.Option(
+        1, "--nproc", min=1, help="Train with DistributedDataParallel on N local processes, one "
+        "a GPU (gloo on the CPU); the result is the slowest rank's pace times N, with the "
+        "scaling efficiency against one process. DDP settings with --set: bucket_cap_mb, "
+        "gradient_as_bucket_view, static_graph, broadcast_buffers."),
+    scaling_run: bool = typer.Option(
+        True, "--scaling/--no-scaling", help="With --nproc: measure the same settings in one "
+        "process first, for the scaling efficiency."),
 ) -> None:
-    """Measure training throughput on synthetic data, honestly (warm-up excluded)."""
+    """Measure training throughput honestly (warm-up excluded), on synthetic or real data.
+
+    With --data, images are read and decoded as training does, and the result says how long
+    the device waited for them."""
     from rocmdoctor.tuners.bench.child import run_bench_child
 
     try:
@@ -90,7 +108,8 @@ def bench_command(
                          channels_last=channels_last, compile=compile_model,
                          steps=steps or DEFAULT_STEPS, warmup=warmup, device=device,
                          image_size=image_size, seq_len=seq_len,
-                         settings=held_on_cpu(parse_settings(settings), steps))
+                         settings=held_on_cpu(parse_settings(settings), steps),
+                         data=data or "", nproc=nproc)
     except ValueError as exc:
         raise _fail(str(exc)) from None
     problems = spec.problems()
@@ -99,13 +118,21 @@ def bench_command(
     problem = unwritable(json_file) if json_file else None
     if problem:  # found before anything is measured
         raise _fail(problem)
+    if data:
+        from rocmdoctor.cli.data import resolve_data
+
+        spec = resolve_data(data, spec, python, int(spec.settings.get("num_workers", 0) or 0))
     if find_max_batch:
         raise typer.Exit(_max_batch(spec, timeout, python))
 
+    single = _one_process_reference(spec, timeout, python) \
+        if spec.nproc > 1 and scaling_run else None
     progress = _Progress(spec)
     with progress:
         outcome = run_bench_child(spec, timeout_s=timeout, python=python,
                                   on_event=progress.update)
+    if outcome.state == "ok" and outcome.result is not None and single is not None:
+        outcome.result["ddp"]["one_process"] = scaling(outcome.result, single, spec.nproc)
     if outcome.state == "error":
         raise _fail(outcome.message)
     if outcome.state == "oom":
@@ -122,6 +149,41 @@ def bench_command(
     sys.stdout.write(render_result(outcome.result, width=_width(), color=sys.stdout.isatty()))
     if json_file:
         _write_json(outcome.result, json_file)
+
+
+def _one_process_reference(spec: BenchSpec, timeout: float, python: Optional[str]
+                           ) -> Optional[dict[str, Any]]:
+    """The same settings in one process (no DDP): what N ranks are measured against. None,
+    with a warning, when it does not finish."""
+    import dataclasses
+
+    from rocmdoctor.tuners.bench.child import run_bench_child
+
+    typer.echo(f"rocmdoctor: first the same settings in one process, the reference of the "
+               f"scaling efficiency; then {spec.nproc} ranks", err=True)
+    one = dataclasses.replace(spec, nproc=1)
+    # as one rank runs: with the thread count torchrun gives each rank
+    from rocmdoctor.tuners.bench.ddp_launch import DEFAULT_OMP_THREADS
+
+    patch = {} if "OMP_NUM_THREADS" in os.environ else {"OMP_NUM_THREADS": DEFAULT_OMP_THREADS}
+    progress = _Progress(one)
+    with progress:
+        outcome = run_bench_child(one, patch, timeout_s=timeout, python=python,
+                                  on_event=progress.update)
+    if outcome.state != "ok" or outcome.result is None:
+        typer.echo(f"rocmdoctor: warning: the one-process run {outcome.state}: "
+                   f"{outcome.message}; no scaling efficiency", err=True)
+        return None
+    return outcome.result
+
+
+def scaling(result: dict[str, Any], single: dict[str, Any], nproc: int) -> dict[str, Any]:
+    """The one-process run's throughput and how close N ranks come to N times it."""
+    one = float(single["metrics"]["throughput"]["median"])
+    many = float(result["metrics"]["throughput"]["median"])
+    return {"throughput": one, "scaling_efficiency": many / (nproc * one) if one else None,
+            "how": f"the {nproc} ranks' throughput over {nproc} times one process's, same "
+                   "settings"}
 
 
 def _after_oom(spec: BenchSpec, timeout: float, python: Optional[str]) -> str:

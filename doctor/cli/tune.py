@@ -150,6 +150,13 @@ def tune_command(
         "compiled trials start faster, and their first step no longer shows the compile cost."),
     verbose: bool = typer.Option(False, "--verbose", "-v",
                                  help="Also say, per trial, how many processes outlived it."),
+    data: Optional[str] = typer.Option(
+        None, "--data", metavar="PATH|synthetic-jpeg[:N]",
+        help="Train on images (a folder PATH/<class>/<image>.jpg, or N JPEG files written once "
+        "into the cache, default 10000) and search the DataLoader's settings too."),
+    nproc: int = typer.Option(
+        1, "--nproc", min=1, help="Each trial trains with DistributedDataParallel on N local "
+        "processes, one a GPU (gloo on the CPU), and DDP's settings are searched too."),
 ) -> None:
     """Find the fastest settings for a training workload, with proof (Ctrl-C, then the same
     command, resumes)."""
@@ -164,11 +171,14 @@ def tune_command(
         gpu_ids = parse_gpus(gpus)
     except ValueError as exc:
         raise _fail(str(exc)) from None
+    if nproc > 1 and gpu_ids:
+        raise _fail(f"--nproc {nproc} and --gpus: a trial of {nproc} ranks takes GPUs 0 to "
+                    f"{nproc - 1} itself; give one of them")
     spec = BenchSpec(model=model, batch_size=batch_size, precision=precision,
                      channels_last=channels_last, compile=compile_,
                      steps=steps or DEFAULT_STEPS, warmup=warmup,
                      device=device, image_size=image_size, seq_len=seq_len,
-                     settings=held_on_cpu({}, steps))
+                     settings=held_on_cpu({}, steps), data=data or "", nproc=nproc)
     problems = spec.problems()
     if problems:
         raise _fail("; ".join(problems))
@@ -176,6 +186,11 @@ def tune_command(
         problem = unwritable(path) if path else None
         if problem:  # found before anything is measured
             raise _fail(problem)
+    if data:
+        from rocmdoctor.cli.data import resolve_data
+        from rocmdoctor.tuners.bench.synthetic import processes
+
+        spec = resolve_data(data, spec, python, processes())
     # by name from here: the folder the tune was started in may be replaced while it runs
     given = {os.path.abspath(p): p for p in (output, export, html) if p}
     output, export, html = (os.path.abspath(p) if p else None for p in (output, export, html))

@@ -163,6 +163,8 @@ class Progress:
         self.unit = e.unit or self.unit
         if e.state == "ok":
             what = f"{e.throughput or 0.0:,.1f} {self.unit}/s"
+            if e.input_verdict and e.input_share is not None:
+                what += f" ({e.input_verdict}: waited for input {e.input_share:.0%})"
         elif e.message.startswith(e.state):
             what = e.message
         else:

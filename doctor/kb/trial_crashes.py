@@ -60,4 +60,18 @@ KNOWN_CAUSES: tuple[CrashPattern, ...] = (
         "https://github.com/InternLM/lmdeploy/issues/2258",
         "rocmdoctor starts each child in a folder that exists: the folder of the same name "
         "when it was replaced, else the temporary folder"),
+    # torch/csrc/DataLoader.cpp prints the first line from a worker's SIGBUS handler; the
+    # loader then raises "DataLoader worker (pid N) is killed by signal: Bus error"
+    # (torch/utils/data/_utils/signal_handling.py). Docker's default /dev/shm is 64 MB
+    # (https://docs.docker.com/reference/cli/docker/container/run/).
+    CrashPattern(
+        "dataloader-shm",
+        (r"insufficient shared memory \(shm\)",
+         r"DataLoader worker \(pid.*\) is killed by signal: Bus error",
+         r"unable to open shared memory object </torch_",
+         r"unable to write to file </torch_.*No space left on device"),
+        "a DataLoader worker found no room in /dev/shm, through which workers hand their "
+        "batches over (a container gets 64 MB unless started with a larger --shm-size): "
+        "docker run --shm-size=16g ... (or --ipc=host), or fewer workers",
+        "https://github.com/pytorch/pytorch/blob/main/torch/csrc/DataLoader.cpp"),
 )

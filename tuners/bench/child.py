@@ -13,6 +13,7 @@ Wire protocol (worker -> parent): JSON objects, one per line, on the child's std
   {"event": "result", "result": {...}}           schema "rocmdoctor.bench/1", then exit 0
   {"event": "oom", "message": "...", "batch_size": b}       then exit 3
   {"event": "error", "message": "..."}           bad spec or no GPU, then exit 2
+  {"event": "crash" | "timeout", "message": ...} a rank of a data-parallel run died or hung
 Anything else on stdout is ignored; the worker sends stray prints to stderr.
 """
 
@@ -36,6 +37,9 @@ from rocmdoctor.host import process
 from rocmdoctor.tuners.bench.spec import BenchSpec
 
 STATES = ("ok", "oom", "crashed", "timeout", "pruned", "error")
+# The events that end a run: the worker's, and those of the launcher of a data-parallel run
+# (rocmdoctor.tuners.bench.ddp_launch): a rank that crashed, or one that hung.
+FINAL_EVENTS = ("result", "oom", "error", "crash", "timeout")
 STDERR_TAIL_LINES = 40
 _EMPTY: Mapping[str, str] = {}
 _LIVE: set[process.Popen[str]] = set()  # children running now (kill_all on Ctrl-C)
@@ -64,8 +68,14 @@ class TrialOutcome:
     started: bool = True  # the worker said "start" (False: it died or hung before that)
 
 
-def worker_argv(python: Optional[str] = None) -> list[str]:
-    return [python or sys.executable, "-m", "rocmdoctor.tuners.bench.worker"]
+def worker_argv(python: Optional[str] = None, spec: Optional[BenchSpec] = None) -> list[str]:
+    """The benchmark worker; the launcher of N ranks for a data-parallel spec."""
+    module = "ddp_launch" if spec is not None and spec.nproc > 1 else "worker"
+    return [python or sys.executable, "-m", f"rocmdoctor.tuners.bench.{module}"]
+
+
+# A data-parallel run's launcher names the rank that hangs when this is left of the timeout.
+DDP_DEADLINE_MARGIN_S = 5.0
 
 
 def run_bench_child(
@@ -96,8 +106,12 @@ def run_bench_child(
     env["PYTHONUNBUFFERED"] = "1"
     env[process.PARENT_ENV] = str(os.getpid())  # the worker dies with this process
     tag = env[process.TAG_ENV] = _new_tag()  # and everything it starts ends with it
+    if spec.nproc > 1 and timeout_s > 2 * DDP_DEADLINE_MARGIN_S:
+        from rocmdoctor.tuners.bench.ddp_launch import DEADLINE_ENV
+
+        env[DEADLINE_ENV] = f"{timeout_s - DDP_DEADLINE_MARGIN_S:.1f}"
     try:
-        proc = process.spawn(worker_argv(python), env=env, cwd=cwd, stdin=process.PIPE)
+        proc = process.spawn(worker_argv(python, spec), env=env, cwd=cwd, stdin=process.PIPE)
     except OSError as exc:
         return TrialOutcome("error", None, f"cannot start {worker_argv(python)[0]}: "
                             f"{exc.strerror or exc}", "", None, time.monotonic() - start)
@@ -224,7 +238,7 @@ def _follow(
             index = int(event.get("index", 0))
             if not on_window(index, float(event.get("samples_per_s", 0.0))):
                 return {"event": "pruned", "index": index}, "pruned"
-        elif kind in ("result", "oom", "error"):
+        elif kind in FINAL_EVENTS:
             final = event
 
 
@@ -246,7 +260,7 @@ def _by_last_event(spec: BenchSpec, final: Optional[dict[str, Any]],
                    ) -> Optional[tuple[str, Optional[dict[str, Any]], str]]:
     """How the child ended by what it said last: its result, out of memory, an error."""
     kind = final.get("event") if final else None
-    if final is None or kind not in ("result", "oom", "error"):
+    if final is None or kind not in FINAL_EVENTS:
         return None
     if kind == "result" and (returncode == 0 or exit_hung):
         result = final.get("result")
@@ -255,9 +269,13 @@ def _by_last_event(spec: BenchSpec, final: Optional[dict[str, Any]],
             note = "; the process hung at exit and was killed" if exit_hung else ""
             return "ok", result, _ok_message(result) + note
     if kind == "oom":
-        return "oom", None, f"out of memory at batch {final.get('batch_size', spec.batch_size)}"
+        where = f" on rank {final['rank']}" if "rank" in final else ""
+        return "oom", None, (f"out of memory at batch {final.get('batch_size', spec.batch_size)}"
+                             f"{where}")
     if kind == "error":
         return "error", None, str(final.get("message", "the worker reported an error"))
+    if kind in ("crash", "timeout"):  # a data-parallel run: which rank, and how
+        return {"crash": "crashed"}.get(kind, kind), None, str(final.get("message", kind))
     return None
 
 

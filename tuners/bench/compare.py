@@ -125,6 +125,20 @@ ROWS: tuple[Row, ...] = (
 )
 
 
+# With --data: where each run's time went (rows shown when any result read images).
+DATA_ROWS: tuple[Row, ...] = (
+    ("loader", lambda r, b: _loader(get(r, "data", "loader"))),
+    ("input wait", lambda r, b: pct(get(r, "data", "split", "input_share"))),
+    ("input verdict", lambda r, b: str(get(r, "data", "split", "verdict") or "-")),
+)
+
+
+def _loader(args: Any) -> str:
+    if not isinstance(args, Mapping):
+        return "-"
+    return " ".join(f"{k}={v}" for k, v in args.items()) or "-"
+
+
 def _watts(value: Optional[float]) -> str:
     return "-" if value is None else f"{value:,.0f} W"
 
@@ -135,7 +149,8 @@ def comparison(results: Sequence[tuple[str, Mapping[str, Any]]]) -> list[list[st
         return [["metric"]]
     base = results[0][1]
     table = [["metric", *(label for label, _ in results)]]
-    for name, cell in ROWS:
+    rows = ROWS + (DATA_ROWS if any(r.get("data") for _, r in results) else ())
+    for name, cell in rows:
         table.append([name, *(cell(r, base) for _, r in results)])
     return table
 

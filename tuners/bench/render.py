@@ -84,6 +84,42 @@ def _timing_rows(m: Mapping[str, Any], w: Mapping[str, Any], unit: str
     ]
 
 
+def data_rows(data: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """With --data: the images, the loader, and where the measured time went."""
+    if not data:
+        return []
+    split = data.get("split") or {}
+    loader = ", ".join(f"{k}={v}" for k, v in (data.get("loader") or {}).items())
+    decode = "; decoded on the GPU" if data.get("gpu_decode") else ""
+    return [
+        ("data", f"{data.get('images', '?'):,} images in {data.get('classes', '?')} classes; "
+                 f"DataLoader({loader}){decode}"),
+        ("input", f"{split.get('verdict', '?')}: the device waited for input "
+                  f"{pct(split.get('input_share'))} of the measured time (computing "
+                  f"{num(split.get('compute_s'), 2)} s, waiting for batches "
+                  f"{num(split.get('wait_s'), 2)} s, of {num(split.get('wall_s'), 2)} s; "
+                  f"{split.get('how', '?')})"),
+    ]
+
+
+def ddp_rows(ddp: Mapping[str, Any], unit: str) -> list[tuple[str, str]]:
+    """A data-parallel run: its ranks, the slowest, and the scaling against one process."""
+    if not ddp:
+        return []
+    ranks = ddp.get("ranks") or []
+    args = ", ".join(f"{k}={v}" for k, v in (ddp.get("args") or {}).items())
+    rows = [("ranks", f"{ddp.get('world_size', '?')} processes ({ddp.get('backend', '?')}), "
+                      f"DDP({args}); the slowest, rank {ddp.get('slowest_rank', '?')}, sets "
+                      f"the pace; per rank " +
+                      ", ".join(f"{num(r.get('throughput'))}" for r in ranks) + f" {unit}/s")]
+    one = ddp.get("one_process") or {}
+    if one.get("scaling_efficiency") is not None:
+        rows.append(("scaling", f"{pct(one['scaling_efficiency'])} of {ddp.get('world_size')} "
+                                f"x one process ({num(one.get('throughput'))} {unit}/s, same "
+                                f"settings)"))
+    return rows
+
+
 def _memory_row(mem: Mapping[str, Any]) -> tuple[str, str]:
     if mem.get("peak_allocated_bytes") is not None:
         return ("memory", f"peak {gib(mem.get('peak_allocated_bytes'))} allocated, "
@@ -125,6 +161,8 @@ def result_rows(result: Mapping[str, Any]) -> list[tuple[str, str]]:
     per_unit = (result.get("workload") or {}).get("units_per_sample") or 1
     mfu = m.get("mfu") or {}
     return [*_timing_rows(m, result.get("warmup") or {}, unit),
+            *data_rows(result.get("data") or {}),
+            *ddp_rows(result.get("ddp") or {}, unit),
             _memory_row(m.get("memory") or {}),
             *_power_rows(m.get("power") or {}, per_unit, per),
             *_flops_rows(m.get("flops") or {}, mfu, per_unit, per),

@@ -59,6 +59,13 @@ SETTINGS: dict[str, tuple[type, str]] = {
     "gpu_decode": (bool, "with --data: decode the JPEGs on the GPU "
                          "(torchvision.io.decode_jpeg(device=...)) instead of in the loader"),
     "loader_channels_last": (bool, "with --data: the loader hands channels_last batches"),
+    "bucket_cap_mb": (int, "with --nproc: DistributedDataParallel(bucket_cap_mb=): the size of "
+                           "the gradient buckets reduced together (torch's default 25)"),
+    "gradient_as_bucket_view": (bool, "with --nproc: DDP(gradient_as_bucket_view=): gradients "
+                                      "are views into the buckets (no copy)"),
+    "static_graph": (bool, "with --nproc: DDP(static_graph=): the graph is the same every step"),
+    "broadcast_buffers": (bool, "with --nproc: DDP(broadcast_buffers=): rank 0's buffers (batch "
+                                "norm statistics) sent to every rank each step (default True)"),
     "cpu_time_s": (float, "on the CPU, hold warm-up and measurement to about this many seconds "
                           "(fewer measured steps than `steps`, at least 3; 0 or unset: all "
                           "steps); bench and tune set 20 unless --steps is given"),
@@ -108,12 +115,16 @@ class BenchSpec:
     # An ImageFolder-style folder of JPEG/PNG files to train on ("": synthetic tensors made
     # on the device); image models only
     data: str = ""
+    # Processes (one per GPU) that train together with DistributedDataParallel; 1: no DDP
+    nproc: int = 1
 
     def to_dict(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         out["settings"] = dict(self.settings)
-        if not self.data:  # tune/1 and bench/1 as they were before real data
+        if not self.data:  # tune/1 and bench/1 as they were before real data and DDP
             del out["data"]
+        if self.nproc == 1:
+            del out["nproc"]
         return out
 
     @classmethod
@@ -141,7 +152,7 @@ class BenchSpec:
             out.append(f"unknown precision {self.precision!r} (one of {', '.join(PRECISIONS)})")
         if self.device not in DEVICES:
             out.append(f"unknown device {self.device!r} (one of {', '.join(DEVICES)})")
-        for name in ("batch_size", "steps", "image_size", "seq_len"):
+        for name in ("batch_size", "steps", "image_size", "seq_len", "nproc"):
             value = getattr(self, name)
             if not _is_int(value) or value < 1:
                 out.append(f"{name} must be a positive integer, not {value!r}")

@@ -40,10 +40,28 @@ class Training:
     unsupported: dict[str, str]
     channels_last: bool = False
     feed: Optional[Any] = None  # rocmdoctor.tuners.bench.feed.Feed with --data
+    rank: Optional[Any] = None  # rocmdoctor.tuners.bench.ddp.Rank of a data-parallel run
+    backend: Optional[str] = None  # its process group's backend (nccl, gloo)
 
     @property
     def cuda(self) -> bool:
         return bool(self.device.type == "cuda")
+
+    def agree(self, flag: bool) -> bool:
+        """True where any rank says so (a data-parallel run's ranks decide together)."""
+        if self.rank is None:
+            return flag
+        from rocmdoctor.tuners.bench import ddp
+
+        return bool(ddp.agreed(self.torch, int(flag), self.device))
+
+    def agree_count(self, count: int) -> int:
+        """The smallest of the ranks' counts (all ranks then take as many steps)."""
+        if self.rank is None:
+            return count
+        from rocmdoctor.tuners.bench import ddp
+
+        return ddp.agreed(self.torch, count, self.device, most=False)
 
     def autocast(self) -> contextlib.AbstractContextManager[Any]:
         if self.amp is None:
@@ -53,8 +71,16 @@ class Training:
 
 def prepare(torch: Any, spec: BenchSpec) -> Training:
     """The model, a batch, the optimizer and the settings, on the device the spec asks for."""
+    import os
+
+    from rocmdoctor.tuners.bench import ddp
     from rocmdoctor.tuners.bench.workloads import WorkloadError, build_workload
 
+    rank = ddp.rank_of(os.environ)
+    if rank is not None:
+        too_few = ddp.set_device(torch, rank, spec.device)
+        if too_few:
+            raise SetupError(too_few)
     device = pick_device(torch, spec.device)
     applied, unsupported = apply_settings(torch, spec)
     torch.manual_seed(int(spec.settings.get("seed", 0)))
@@ -74,27 +100,34 @@ def prepare(torch: Any, spec: BenchSpec) -> Training:
         unsupported["optimizer_impl"] = refused
         applied.pop("optimizer_impl", None)
     runner: Callable[..., Any] = model
+    backend = None
+    if rank is not None:  # DDP around the model, then compile (torch's order for DDP)
+        backend = ddp.join(torch, rank, device)
+        runner = ddp.wrap(torch, model, device, spec.settings)
     if spec.compile:
-        runner = torch.compile(model, mode=spec.settings.get("compile_mode", "default"))
-    feed = _feed(torch, device, spec, work.classes) if spec.data else None
+        runner = torch.compile(runner, mode=spec.settings.get("compile_mode", "default"))
+    feed = _feed(torch, device, spec, work.classes, rank.rank if rank else 0) \
+        if spec.data else None
     return Training(
         torch=torch, device=device, work=work, model=model, inputs=inputs, targets=targets,
         optimizer=optimizer, runner=runner,
         amp={"bf16": torch.bfloat16, "fp16": torch.float16}.get(spec.precision),
         scaler=torch.amp.GradScaler(device.type) if spec.precision == "fp16" else None,
         attention=sdpa_context(torch, spec.settings.get("sdpa_backend"), unsupported),
-        applied=applied, unsupported=unsupported, channels_last=spec.channels_last, feed=feed)
+        applied=applied, unsupported=unsupported, channels_last=spec.channels_last, feed=feed,
+        rank=rank, backend=backend)
 
 
-def _feed(torch: Any, device: Any, spec: BenchSpec, classes: int) -> Any:
-    """Batches from the --data folder with the spec's loader settings."""
+def _feed(torch: Any, device: Any, spec: BenchSpec, classes: int, rank: int = 0) -> Any:
+    """Batches from the --data folder with the spec's loader settings (each rank of a
+    data-parallel run shuffles with its own seed)."""
     from rocmdoctor.tuners.bench.data import DataError, LoaderSettings
     from rocmdoctor.tuners.bench.feed import Feed
 
     try:
         return Feed.of(torch, device, spec.data, spec.batch_size, spec.image_size,
                        LoaderSettings.of(spec.settings), classes or 1000,
-                       int(spec.settings.get("seed", 0)))
+                       int(spec.settings.get("seed", 0)) + rank)
     except DataError as exc:
         raise SetupError(str(exc)) from None
 
@@ -135,8 +168,8 @@ def warm_up(t: Training, spec: BenchSpec, step: Callable[[], None],
     warm: list[float] = []
     min_warm_s = float(spec.settings.get("min_warmup_s", 2.0 if t.cuda else 0.0))
     cap = max(spec.warmup, 1) * 50
-    while len(warm) < spec.warmup or (len(warm) < cap and sum(warm[1:]) < min_warm_s):
-        if held is not None and len(warm) >= 2 and sum(warm) >= held / 4:
+    while t.agree(len(warm) < spec.warmup or (len(warm) < cap and sum(warm[1:]) < min_warm_s)):
+        if t.agree(held is not None and len(warm) >= 2 and sum(warm) >= held / 4):
             break
         t0 = time.perf_counter()
         step()

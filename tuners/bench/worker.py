@@ -142,6 +142,16 @@ def _flops_and_peak(t: training.Training, spec: BenchSpec) -> tuple[dict[str, An
             {"tflops": None, "reason": skipped})
 
 
+def _ddp_figures(t: training.Training, spec: BenchSpec) -> dict[str, Any]:
+    """This rank of a data-parallel run: its place, the backend and DDP's arguments."""
+    from rocmdoctor.tuners.bench.ddp import ddp_args
+
+    assert t.rank is not None
+    return {"rank": t.rank.rank, "local_rank": t.rank.local_rank,
+            "world_size": t.rank.world_size, "backend": t.backend,
+            "args": ddp_args(spec.settings)}
+
+
 def _data_figures(t: training.Training, spec: BenchSpec, warmed: int, wall_s: float
                   ) -> dict[str, Any]:
     """The input pipeline of a --data run: the folder, the loader, and the measured steps'
@@ -173,6 +183,20 @@ def run(spec: BenchSpec, emit: Callable[[dict[str, Any]], None], fault: str) -> 
     import torch
 
     t = training.prepare(torch, spec)
+    try:
+        return _run_prepared(torch, t, spec, emit, fault, started)
+    finally:
+        if t.rank is not None:
+            from rocmdoctor.tuners.bench import ddp
+
+            ddp.leave(torch)
+
+
+def _run_prepared(torch: Any, t: training.Training, spec: BenchSpec,
+                  emit: Callable[[dict[str, Any]], None], fault: str, started: float
+                  ) -> dict[str, Any]:
+    if t.rank is not None and t.rank.rank != t.rank.world_size - 1:
+        fault = ""  # in a data-parallel run a test's fault strikes the last rank alone
     host_limit = bound_host_memory() if not t.cuda else None
     step = training.step_of(t, fault)
     unit_per_step = spec.batch_size * t.work.units_per_sample
@@ -184,7 +208,8 @@ def run(spec: BenchSpec, emit: Callable[[dict[str, Any]], None], fault: str) -> 
     # --steps is given): a large model there takes seconds a step.
     held = None if t.cuda else float(spec.settings.get("cpu_time_s", 0.0)) or None
     warm = training.warm_up(t, spec, step, emit, held)
-    steps = spec.steps if held is None else training.held_steps(spec.steps, warm, held)
+    steps = spec.steps if held is None else \
+        t.agree_count(training.held_steps(spec.steps, warm, held))
     info = device_info(torch, t.device)
     sampler = _power_sampler(t, spec, info)
     step_s, windows = training.measure(t, steps, step, emit, unit_per_step)
@@ -211,6 +236,7 @@ def run(spec: BenchSpec, emit: Callable[[dict[str, Any]], None], fault: str) -> 
                    "step_s": warm, "total_s": sum(warm)},
         "windows": windows,
         **({"data": data} if data is not None else {}),
+        **({"ddp": _ddp_figures(t, spec)} if t.rank is not None else {}),
         "metrics": {"unit": t.work.unit, "timing": "device events" if t.cuda else "perf_counter",
                     **stats, "memory": _memory(torch, t.device, info, host_limit),
                     "power": power_summary, "flops": flop_info,
