@@ -246,11 +246,12 @@ def test_bad_spec_is_an_error_without_a_child() -> None:
     assert outcome.returncode is None
     assert outcome.message == (
         "unknown precision 'fp8' (one of fp32, fp32-strict, tf32, bf16, fp16); unknown setting "
-        "'warp_speed' (known: compile_mode, cpu_time_s, cudnn_benchmark, cudnn_enabled, deterministic, "
-        "extras, gpu_decode, loader_channels_last, matmul_precision, mfu, min_warmup_s, "
+        "'warp_speed' (known: broadcast_buffers, bucket_cap_mb, compile_mode, cpu_time_s, "
+        "cudnn_benchmark, cudnn_enabled, deterministic, extras, gpu_decode, "
+        "gradient_as_bucket_view, loader_channels_last, matmul_precision, mfu, min_warmup_s, "
         "miopen_immediate, num_threads, num_workers, optimizer_impl, persistent_workers, "
         "pin_memory, power_hz, preferred_blas, prefetch_factor, rocm_fa_library, sdpa_backend, "
-        "seed, tf32)")
+        "seed, static_graph, tf32)")
 
 
 def test_worker_itself_rejects_unknown_settings() -> None:
@@ -260,7 +261,8 @@ def test_worker_itself_rejects_unknown_settings() -> None:
     assert proc.returncode == 2
     event = json.loads(proc.stdout)
     assert event["event"] == "error"
-    assert event["message"].startswith("unknown setting 'warp_speed' (known: compile_mode")
+    assert event["message"].startswith("unknown setting 'warp_speed' (known: broadcast_buffers, "
+                                       "bucket_cap_mb, compile_mode")
 
 
 def test_missing_python_is_an_error() -> None:
