@@ -74,3 +74,17 @@ def char_dev(group: str = "render", mode: str = "0660", readable: bool = True,
 
 def repo_root() -> str:
     return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def processes_with(marker: str) -> list[int]:
+    """Processes whose environment holds `marker`: what a run started and left behind (a
+    test sets the marker in the command's environment; every descendant inherits it)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if marker.encode() in Path(f"/proc/{entry}/environ").read_bytes():
+                    found.append(int(entry))
+            except OSError:
+                continue
+    return found

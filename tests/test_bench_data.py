@@ -25,7 +25,7 @@ from rocmdoctor.tuners.bench.spec import BenchSpec
 from rocmdoctor.tuners.crashes import known_cause
 from rocmdoctor.tuners.model import Platform, SpaceInfo
 from rocmdoctor.tuners.result import how_to_apply
-from tests.helpers import fixture_text
+from tests.helpers import fixture_text, processes_with
 
 Image = pytest.importorskip("PIL.Image", reason="Pillow writes the test images (test extras)")
 
@@ -277,20 +277,7 @@ def test_bench_data_measures_the_wait_for_input_apart_from_the_compute(tmp_path:
     assert "\ndata        240 images in 3 classes; DataLoader(num_workers=2, pin_memory=False, " \
            "persistent_workers=False)\n" in done.stdout
     assert f"\ninput       {split['verdict']}: the device waited for input " in done.stdout
-    assert _processes_with(marker) == []  # the loader's workers ended with the run
-
-
-def _processes_with(marker: str) -> list[int]:
-    """Processes whose environment holds `marker` (what a run started and left behind)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                if marker.encode() in Path(f"/proc/{entry}/environ").read_bytes():
-                    found.append(int(entry))
-            except OSError:
-                continue
-    return found
+    assert processes_with(marker) == []  # the loader's workers ended with the run
 
 
 @pytest.mark.e2e
@@ -349,4 +336,4 @@ def test_a_run_cut_off_by_its_timeout_leaves_no_loader_worker_behind(tmp_path: P
     assert done.returncode == 1, done.stderr[-2000:]
     assert "rocmdoctor: error: the benchmark timeout: " in done.stderr
     assert "first step " in done.stderr  # the loader had started its workers
-    assert _processes_with(marker) == []
+    assert processes_with(marker) == []

@@ -24,6 +24,7 @@ from rocmdoctor.tuners.bench.ddp_launch import merged
 from rocmdoctor.tuners.bench.spec import BenchSpec
 from rocmdoctor.tuners.model import Platform
 from rocmdoctor.tuners.result import ddp_lines, how_to_apply
+from tests.helpers import processes_with
 
 BENCH = [sys.executable, "-m", "rocmdoctor", "bench"]
 TUNE = [sys.executable, "-m", "rocmdoctor", "tune"]
@@ -167,18 +168,6 @@ def _ranks_with(marker: str) -> dict[int, int]:
     return found
 
 
-def _marked(marker: str) -> list[int]:
-    out = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                if marker.encode() in Path(f"/proc/{entry}/environ").read_bytes():
-                    out.append(int(entry))
-            except OSError:
-                continue
-    return out
-
-
 @pytest.mark.e2e
 def test_a_rank_killed_mid_run_ends_the_run_with_its_rank_named(tmp_path: Path) -> None:
     marker = f"rocmdoctor-test-{uuid.uuid4().hex}"
@@ -201,9 +190,9 @@ def test_a_rank_killed_mid_run_ends_the_run_with_its_rank_named(tmp_path: Path) 
         "rocmdoctor: error: the benchmark crashed: rank 1 was killed by SIGKILL (measured "
         "window "), rest_err[-2000:]
     deadline = time.monotonic() + 10
-    while _marked(marker) and time.monotonic() < deadline:
+    while processes_with(marker) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert _marked(marker) == []  # rank 0 and the launcher ended with it
+    assert processes_with(marker) == []  # rank 0 and the launcher ended with it
 
 
 @pytest.mark.e2e
