@@ -7,6 +7,8 @@
 #                                                rich, psutil, packaging), editable
 #   bash scripts/device.sh checks N              `rocmdoctor check` and a bare `import torch`,
 #                                                alternated N times, each timed (check-vs-torch.txt)
+#   bash scripts/device.sh checktime N           where check's time goes: check, import torch and
+#                                                the probe child's stages, alternated N times
 #   bash scripts/device.sh witness-start         a process that keeps this checkout's folder as
 #                                                its working folder, to see whether the next call
 #                                                replaces that folder
@@ -426,6 +428,52 @@ checks)
     t=$(( ($(date +%s%N) - s) / 1000000 ))
     echo "run $i: check exit $rc in $c ms; import torch in $t ms" | tee -a "$OUT/check-vs-torch.txt"
   done ;;
+checktime)
+  # where `rocmdoctor check`'s time goes: check, a bare import torch and the probe child alone
+  # (the time of each stage it marks on stderr), alternated N times; then the machine checks
+  # alone (the probe's checks skipped) and an import-time profile of one check
+  n=${1:-3}
+  ${PY:-python3} - "$n" "$OUT" <<'PY'
+import json, os, statistics, subprocess, sys, time
+n, out = int(sys.argv[1]), sys.argv[2]
+MARK = "ROCMDOCTOR_PROBE_PARTIAL "
+def wall(argv):
+    t = time.perf_counter(); rc = subprocess.run(argv, stdout=subprocess.DEVNULL,
+                                                 stderr=subprocess.DEVNULL).returncode
+    return time.perf_counter() - t, rc
+def probe():
+    t = time.perf_counter()
+    p = subprocess.Popen([sys.executable, "doctor/host/probe_child.py"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    stages = []
+    for line in p.stderr:
+        if line.startswith(MARK):
+            stages.append((json.loads(line[len(MARK):])["stage"], time.perf_counter() - t))
+    p.wait(); stdout = p.stdout.read()
+    total = time.perf_counter() - t
+    smoke = [d.get("smoke", {}).get("seconds") for d in json.loads(stdout)["torch"]["devices"]]
+    return total, stages, smoke
+rows = []
+for i in range(n):
+    c, rc = wall([sys.executable, "-m", "rocmdoctor", "check"])
+    t, _ = wall([sys.executable, "-c", "import torch; torch.cuda.is_available()"])
+    p, stages, smoke = probe()
+    rows.append((c, t, p))
+    print(f"run {i + 1}: check {c * 1000:,.0f} ms (exit {rc}); import torch {t * 1000:,.0f} ms; "
+          f"ratio {c / t:.2f}; probe alone {p * 1000:,.0f} ms, smoke {smoke}")
+    print("   probe stages (ms from spawn): " + ", ".join(f"{s} {x * 1000:,.0f}" for s, x in stages))
+print(f"median ratio {statistics.median(r[0] / r[1] for r in rows):.2f}; "
+      f"median check {statistics.median(r[0] for r in rows) * 1000:,.0f} ms, "
+      f"import torch {statistics.median(r[1] for r in rows) * 1000:,.0f} ms, "
+      f"probe {statistics.median(r[2] for r in rows) * 1000:,.0f} ms")
+m, _ = wall([sys.executable, "-m", "rocmdoctor", "check", "--skip",
+             "torch-install,torch-rocm-match,torch-arch-support,torch-device,torchvision-match"])
+print(f"machine checks alone (no probe): {m * 1000:,.0f} ms")
+with open(os.path.join(out, "check-importtime.txt"), "w") as fh:
+    subprocess.run([sys.executable, "-X", "importtime", "-m", "rocmdoctor", "check"],
+                   stdout=subprocess.DEVNULL, stderr=fh)
+PY
+  ;;
 witness-start)
   stat -c 'folder %n inode %i' "$PWD" | tee /tmp/witness.txt
   setsid bash -c "cd '$PWD'; exec sleep 3000" < /dev/null > /dev/null 2>&1 &

@@ -66,3 +66,67 @@ def test_our_children_start_in_the_python_that_trains_without_waiting_for_the_pr
     assert time.monotonic() - start < 5
     assert marker.read_text() == "x\n"
     assert len(host.recording.commands) == 1
+
+
+# The same run with the probe's class replaced by a spy that says whether the command line's
+# libraries (typer) were imported when the child would have started.
+EARLY_SPY = r'''
+import sys
+import rocmdoctor.host.probe as probe
+
+class Spy:
+    def __init__(self, python, timeout=probe.PROBE_TIMEOUT_S):
+        print("typer imported:", "typer" in sys.modules, python, flush=True)
+        raise SystemExit(0)
+
+probe.BackgroundProbe = Spy
+from rocmdoctor.cli import main
+sys.argv = ["rocmdoctor", *sys.argv[1:]]
+main()
+'''
+
+
+def early_spy_run(*args: str) -> str:
+    done = subprocess.run([sys.executable, "-c", EARLY_SPY, *args], capture_output=True,
+                          text=True, timeout=120)
+    return done.stdout.strip()
+
+
+@pytest.mark.e2e
+def test_the_plain_check_starts_the_probe_before_parsing_its_command_line() -> None:
+    assert early_spy_run("check") == "typer imported: False None"
+    assert early_spy_run("check", "--json", "-v") == "typer imported: False None"
+    # options that change the probe, or whether one runs: it starts once they are parsed
+    assert early_spy_run("check", f"--python={sys.executable}") == (
+        f"typer imported: True {sys.executable}")
+    assert early_spy_run("check", "--timeout", "30") == "typer imported: True None"
+    assert early_spy_run("check", "--help").startswith("Usage")
+    # other commands start no probe before their own code asks
+    assert "typer imported" not in early_spy_run("report", "--help")
+
+
+def test_make_probe_hands_over_the_early_probe_only_when_it_is_the_one_asked_for(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import rocmdoctor.host.probe as probe
+
+    started: list[tuple[object, float]] = []
+
+    class Fake:
+        def __init__(self, python: object, timeout: float = probe.PROBE_TIMEOUT_S) -> None:
+            self.python, self.timeout = python, timeout
+            started.append((python, timeout))
+
+    monkeypatch.setattr(probe, "BackgroundProbe", Fake)
+    monkeypatch.setattr(probe, "_early", None)
+    probe.start_early()
+    probe.start_early()  # once
+    early = probe._early
+    assert started == [(None, probe.PROBE_TIMEOUT_S)]
+    assert probe.make_probe(None) is early
+    assert probe.make_probe(None) is not early  # handed over once: a new child after that
+    probe.start_early()
+    other = probe.make_probe("/opt/venv/bin/python")
+    assert other is not early and getattr(other, "python") == "/opt/venv/bin/python"
+    assert probe._early is None  # a probe not asked for is never handed over later
+    probe.start_early()
+    assert probe.make_probe(None, 5.0).timeout == 5.0

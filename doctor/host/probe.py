@@ -212,10 +212,28 @@ class BackgroundProbe:
         return self._result
 
 
+# The default probe, started by `start_early` before the command line is parsed.
+_early: Optional[BackgroundProbe] = None
+
+
+def start_early() -> None:
+    """Start the default probe (this interpreter, the default timeout) now: importing torch
+    is most of `check`'s time, and parsing the command line (typer, rich) need not delay
+    it. `make_probe` hands it over; if nothing asks for it, it dies with rocmdoctor."""
+    global _early
+    if _early is None:
+        _early = BackgroundProbe(None)
+
+
 def make_probe(python: Optional[str], timeout: float = PROBE_TIMEOUT_S) -> Optional[ProbeFn]:
     """A callable giving the probe result for `python` (default: this interpreter).
 
-    The child starts now, so that importing torch overlaps with everything else; if
-    rocmdoctor exits without asking, the child dies with it (PR_SET_PDEATHSIG).
+    The child starts now (or already has, by `start_early`, when it is the default probe),
+    so that importing torch overlaps with everything else; if rocmdoctor exits without
+    asking, the child dies with it (PR_SET_PDEATHSIG).
     """
+    global _early
+    early, _early = _early, None
+    if early is not None and python is None and timeout == early.timeout:
+        return early
     return BackgroundProbe(python, timeout)

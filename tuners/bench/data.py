@@ -134,10 +134,9 @@ class ImageFolderData:
         import torch
 
         path, label = self.samples[index]
-        if self.raw:
-            from torchvision.io import read_file
-
-            return read_file(path), label
+        if self.raw:  # plain bytes: a loader worker loads no torchvision extension
+            with open(path, "rb") as fh:
+                return torch.frombuffer(bytearray(fh.read()), dtype=torch.uint8), label
         try:
             image = self.decode(path) if self.decode else None
         except Exception as exc:  # noqa: BLE001 - a file that is no image: its name
