@@ -26,7 +26,7 @@
 #     tf32 GEMM to fp32 strict; a throttled card simulated through the telemetry reader, a switch
 #     honoured only with ROCMDOCTOR_TESTING=1), a snapshot of one run (a recorded GPU run for the
 #     tests), and a table of the figures last. Nothing here changes a GPU setting.
-#       bash scripts/device.sh deep            results (JSON, text, snapshot) under $OUT
+#       bash scripts/device.sh deep            results (JSON, text, snapshot) in $OUT/deep.tgz
 #       SMOKE=1 bash scripts/device.sh deep    the same plumbing on CPU test devices, anywhere
 #     Budget: under 4 minutes on an H200 (about 25 s a run).
 #
@@ -326,8 +326,9 @@ done
 
 cmd_deep() (
 export PYTHONUNBUFFERED=1
-OUT="${OUT:-$PWD/deep-out}"
-mkdir -p "$OUT"
+# the results go to a folder packed into one tarball at the end: a call brings back 8 files
+PACK="${OUT:-}"
+OUT=/tmp/rocmdoctor-deep; rm -rf "$OUT"; mkdir -p "$OUT"
 PY="${PYTHON:-python3}"
 START=$SECONDS
 if [ -n "${SMOKE:-}" ]; then
@@ -408,6 +409,7 @@ if os.environ.get("SMOKE"):
     print("(SMOKE: CPU test devices give no launch or TF32 verdict: only the plumbing is shown)")
 PY
 echo "total $((SECONDS - START)) s; results in $OUT"
+[ -n "$PACK" ] && tar czf "$PACK/deep.tgz" -C "$OUT" . && echo "packed into $PACK/deep.tgz"
 )
 
 cmd=${1:-}; shift || true
