@@ -136,3 +136,34 @@ def test_ctrl_c_ends_the_stress_run_with_the_figures_so_far() -> None:
                            "figures so far)")
     assert any(ln.startswith("[✓] deep") for ln in lines)
     assert proc.returncode == 0
+
+
+def test_the_first_real_h200_run_replays_whole() -> None:
+    """`rocmdoctor snapshot --deep` on an NVIDIA H200 (KVM guest, driver 580.159.04, torch
+    2.11.0+cu130, 2026-12-02; docs/benchmarks.md, "check --deep on an NVIDIA H200"): a
+    healthy card whose one-shape bf16 GEMM falls under the MAMF, the best of a sweep."""
+    r = rocmdoctor("check", "--from", "tests/fixtures/h200-deep-snapshot-2026-12-02.json.gz",
+                   "--deep", "--json")
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    measured = {"deep", "gemm-rate", "conv-rate", "memory-bandwidth", "host-link",
+                "clocks-under-load", "kernel-launch", "gpu-links"}
+    got = [(c["id"], c["status"], c["summary"]) for c in data["checks"] if c["id"] in measured]
+    assert got == [
+        ("deep", "pass", "1 GPU(s) measured in 13 s: GPU 0 NVIDIA H200 (torch 2.11.0+cu130)"),
+        ("gemm-rate", "warn", "GPU 0 NVIDIA H200: bf16 659.7 TFLOP/s, 83 % of 794.5 TFLOP/s "
+         "(the MAMF of an NVIDIA H100 SXM, torch 2.7.0+cu126)"),
+        ("conv-rate", "pass", "1 GPU(s): bf16 channels_last convolution 668.1 TFLOP/s, 99 % of "
+         "the same-sized GEMM"),
+        ("memory-bandwidth", "pass", "GPU 0 NVIDIA H200: device-to-device copy 4,258 GB/s, "
+         "112 % of what is expected"),
+        ("host-link", "pass", "1 GPU(s): host-to-device 55.23 GB/s at the lowest, 115 % of what "
+         "the link is expected to carry"),
+        ("clocks-under-load", "pass", "1 GPU(s) held their clocks under load: 1,455 MHz median "
+         "of 1,980 MHz"),
+        ("kernel-launch", "pass", "1 GPU(s): 6.35 us a queued launch"),
+        ("gpu-links", "skip", "needs 2 or more GPUs; 1 measured"),
+    ]
+    gemm = next(c for c in data["checks"] if c["id"] == "gemm-rate")
+    assert gemm["fix"]["commands"] == ["rocmdoctor check --deep --only gemm-rate -v"]
+    assert data["summary"] == {"pass": 17, "warn": 1, "fail": 0, "skip": 17, "error": 0}
