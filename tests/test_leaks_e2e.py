@@ -318,3 +318,20 @@ def test_the_planted_facts_reached_the_outputs(machine: Machine) -> None:
     assert "seen:" in explain and "HIP out of memory" in explain
     if machine.prefix:  # the host name was planted: the report had it to hide
         assert "node <redacted> user <redacted>" in report
+
+
+def test_a_file_written_in_the_home_folder_is_named_with_a_tilde(machine: Machine) -> None:
+    # "wrote PATH" lines are pasted with the rest of the output
+    bench = machine.run("bench --json home", "bench", "--model", "tinycnn", "--batch-size",
+                        "2", "--steps", "3", "--warmup", "1", "--image-size", "32",
+                        "--device", "cpu", "--json", str(machine.home / "bench.json"))
+    assert bench.returncode == 0, bench.stderr
+    assert "wrote ~/bench.json" in bench.stderr.splitlines()
+    snap = machine.run("snapshot home", "snapshot", "-o", str(machine.home / "snap.json.gz"))
+    assert snap.returncode == 0, snap.stderr
+    line = next(x for x in snap.stderr.splitlines() if x.startswith("wrote "))
+    assert line.startswith("wrote ~/snap.json.gz: ")
+    assert line.endswith("replay with: rocmdoctor check --from ~/snap.json.gz")
+    for r in (bench, snap):
+        assert str(machine.home) not in r.stderr + r.stdout
+        assert USER not in r.stderr + r.stdout

@@ -261,7 +261,7 @@ def _write_json(result: dict[str, Any], path: str) -> None:
             fh.write("\n")
     except OSError as exc:
         raise _fail(f"cannot write {path}: {exc.strerror or exc}") from None
-    typer.echo(f"wrote {path}", err=True)
+    typer.echo(f"wrote {account_redactor()(path)}", err=True)  # no home or user name shown
 
 
 def _width() -> int:

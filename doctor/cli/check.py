@@ -313,6 +313,10 @@ def snapshot(
         save_snapshot(data, output)
     except OSError as exc:
         raise fail(f"cannot write {output}: {exc.strerror or exc}") from None
+    if not no_redact:  # the line is pasted too: no home or user name in it
+        from rocmdoctor.host.live import account_redactor
+
+        output = account_redactor()(output)
     typer.echo(
         f"wrote {output}: {len(data['commands'])} commands, {len(data['files'])} files, "
         f"{len(data['paths'])} paths ({summary_line(report)}); "
