@@ -37,6 +37,7 @@ class KernelLaunch(Check):
         findings: list[Finding] = []
         serialized = []
         causes = deep_rules.env_causes(run.env, "kernel-launch")
+        blocking = [c for c in causes if c.name in deep_rules.SERIALIZING_VARS]
         for gpu in run.gpus:
             queued, waited = gpu.launch_queued, gpu.launch_waited
             if queued is None or waited is None:
@@ -46,8 +47,8 @@ class KernelLaunch(Check):
             # A serializing variable set makes every launch wait, whatever the ratio: on an
             # H200, CUDA_LAUNCH_BLOCKING=1 doubled the queued launch (12.31 us against
             # 6.2-6.9) and still stayed under the share (docs/benchmarks.md).
-            verdict = None if cpu else ("warn" if causes or ratio >= deep_rules.SERIALIZED_SHARE
-                                        else "pass")
+            verdict = None if cpu else (
+                "warn" if blocking or ratio >= deep_rules.SERIALIZED_SHARE else "pass")
             figures.append(Figure(
                 "launch:queued", "queued kernel launch", queued.median, "us", gpu=gpu.index,
                 spread_pct=queued.spread_pct, runs=queued.runs, ratio=ratio, verdict=verdict,
@@ -71,7 +72,7 @@ class KernelLaunch(Check):
                                f"{amount(head.value, 'us')} a queued launch", findings,
                                figures=figures)
         gpu, queued_us, waited_us = serialized[0]
-        set_vars = ", ".join(f"{c.name}={run.env.get(c.name)}" for c in causes)
+        set_vars = ", ".join(f"{c.name}={run.env.get(c.name)}" for c in blocking)
         why = (set_vars + " is set" if causes else "no serializing variable is set: a "
                "debugger or profiler attached (compute-sanitizer, rocprof) does the same")
         for c in causes:

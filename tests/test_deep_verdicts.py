@@ -563,3 +563,9 @@ def test_a_serializing_variable_is_caught_where_the_launch_share_stays_under_the
                              ("unset CUDA_LAUNCH_BLOCKING",))
     del run["env"]["CUDA_LAUNCH_BLOCKING"]  # the same figures with nothing set pass
     assert result_of(deep_report(h200_host(run)), "kernel-launch").status is Status.PASS
+
+
+def test_a_logging_variable_alone_does_not_say_launches_wait() -> None:
+    run = variant(recorded(H200))
+    run["env"]["AMD_LOG_LEVEL"] = "1"  # logs (errors only), serializes nothing
+    assert result_of(deep_report(h200_host(run)), "kernel-launch").status is Status.PASS

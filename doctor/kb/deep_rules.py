@@ -135,6 +135,11 @@ ENV_CAUSES: tuple[EnvCause, ...] = (
 )
 
 
+# The variables among ENV_CAUSES that make every launch wait for its kernel (the others slow
+# launches, as AMD_LOG_LEVEL's logging does, without serializing them).
+SERIALIZING_VARS = ("CUDA_LAUNCH_BLOCKING", "HIP_LAUNCH_BLOCKING", "AMD_SERIALIZE_KERNEL")
+
+
 def _sets(value: str, wanted: str) -> bool:
     """Whether a variable's value does the harm: exactly `wanted`, or when any value does,
     anything but an off word."""
