@@ -126,7 +126,7 @@ def test_make_probe_hands_over_the_early_probe_only_when_it_is_the_one_asked_for
     assert probe.make_probe(None) is not early  # handed over once: a new child after that
     probe.start_early()
     other = probe.make_probe("/opt/venv/bin/python")
-    assert other is not early and getattr(other, "python") == "/opt/venv/bin/python"
+    assert other is not early and other.python == "/opt/venv/bin/python"
     assert probe._early is None  # a probe not asked for is never handed over later
     probe.start_early()
     assert probe.make_probe(None, 5.0).timeout == 5.0
