@@ -383,10 +383,19 @@ def _fails_unmutated(test: str, work: Path, env: dict[str, str]) -> bool:
     return done.returncode != 0
 
 
+def _collects_unmutated(args: Path, work: Path, env: dict[str, str]) -> bool:
+    """Whether the tests of an argument file collect on the code as it is (the mutant already
+    reverted): then a usage error under the mutant was the mutant's doing."""
+    done = subprocess.run([sys.executable, *PYTEST, "--collect-only", f"@{args}"], cwd=work,
+                          env=env, capture_output=True, text=True)
+    return done.returncode == 0
+
+
 def run_one(m: Mutant, tests: set[str], ops: dict[str, Any], work: Path,
             env: dict[str, str], timeout_floor: float) -> dict[str, Any]:
     result = _run_one(m, tests, ops, work, env, timeout_floor)
-    while result["status"] == "killed" and result["by"] and "::" in result["by"][0]:
+    while result["status"] == "killed" and result["by"] and "::" in result["by"][0] \
+            and not result["by"][0].startswith("("):
         by = result["by"][0].split("[")[0]
         # The test must fail on the mutant alone too: one that fails only after others (a
         # test that leaks state into the next) proves nothing about the mutant.
@@ -418,18 +427,22 @@ def _run_one(m: Mutant, tests: set[str], ops: dict[str, Any], work: Path,
         done = subprocess.run([sys.executable, *PYTEST, f"@{args}"], cwd=work, env=env,
                               capture_output=True, text=True, timeout=limit)
         # 1: a test failed; 2, 3: the mutant broke collection or pytest itself (an import
-        # error); 4, 5 otherwise: the argument file was wrong, which is this script's fault.
-        # 4 with a conftest that no longer imports is the mutant's doing too.
-        broke = done.returncode == 4 and "while loading conftest" in done.stdout + done.stderr
+        # error); 4 (usage error: a conftest that no longer imports, a test id no longer
+        # collected) is the mutant's doing when the same tests collect on the code as it is,
+        # and this script's fault (an argument file that was wrong) otherwise.
         status = "survived" if done.returncode == 0 else (
-            "killed" if done.returncode in (1, 2, 3) or broke else f"error {done.returncode}")
+            "killed" if done.returncode in (1, 2, 3) else f"error {done.returncode}")
         failed = re.findall(r"^(?:FAILED|ERROR) (\S+)", done.stdout, re.M)
         if not failed:
-            failed = [done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""]
+            output = (done.stdout.strip() or done.stderr.strip()).splitlines()
+            failed = [output[-1] if output else ""]
     except subprocess.TimeoutExpired:
         status, failed = "killed", ["(timed out)"]
     finally:
         target.write_text(original, encoding="utf-8")
+    if status == "error 4" and _collects_unmutated(args, work, env):
+        # Named in parentheses: no test id, so run_one has no single test to confirm.
+        status, failed = "killed", ["(no longer collects)"]
     diff = [ln for ln in (code or "").splitlines()[m.line - 1:m.end_line]]
     return {**asdict(m), "status": status, "tests": len(ordered), "by": failed[:1],
             "seconds": round(time.monotonic() - start, 1), "mutated": " | ".join(diff)[:200]}
