@@ -210,8 +210,17 @@ def test_lcuda_on_rocm_is_a_cuda_triton_and_on_cuda_the_missing_driver_library()
          "https://download.pytorch.org/whl/rocm6.2"),
         ("pytorch-triton-rocm is installed too (line 2): the PyPI triton shadows it.",))
     cuda = paste("novel-libcuda--inductor-lcuda-v100-cu117-nightly.txt")
-    libcuda = ENTRY["libcuda-missing"]
-    assert only(cuda) == ("libcuda-missing", "likely", "host", libcuda.fix, libcuda.commands, ())
+    line = 1 + cuda.splitlines().index(next(ln for ln in cuda.splitlines() if "-lcuda" in ln))
+    # The linker wants the unversioned name: the link, not the driver (the thread's fix).
+    assert only(cuda) == (
+        "libcuda-missing", "likely", "host",
+        "Where the NVIDIA driver is installed (ldconfig lists libcuda.so.1), add the "
+        "unversioned link beside it; without an NVIDIA GPU run the program on the CPU.",
+        ("ldconfig -p | grep libcuda", "sudo ln -s /usr/lib/x86_64-linux-gnu/libcuda.so.1 "
+         "/usr/lib/x86_64-linux-gnu/libcuda.so"),
+        (f"The linker (`-lcuda`, line {line}) looks for libcuda.so with no version; the NVIDIA "
+         "driver installs libcuda.so.1, and the unversioned name is only a link that its "
+         "development files add.",))
     neither = "/usr/bin/ld: cannot find -lcuda"
     assert only(neither)[:2] == ("libcuda-missing", "possible")
 

@@ -7,7 +7,9 @@ each gets."""
 from __future__ import annotations
 
 from rocmdoctor.explain import explain_text
+from rocmdoctor.explain.targets import newest_known
 from tests.helpers import fixture_text
+from tests.test_explain_fixtures import ENTRY
 from tests.test_explain_reasoning import ARCH_LIST, only
 
 NVIDIA_SMI = "nvidia-smi"
@@ -95,3 +97,49 @@ def test_a_visibility_mask_in_the_text_is_unset_and_without_one_only_listed() ->
     assert only(error)[4:] == (listing, ())
     assert only("export CUDA_VISIBLE_DEVICES=1\n" + error)[4:] == (
         ("unset CUDA_VISIBLE_DEVICES", *listing), ("Set: CUDA_VISIBLE_DEVICES=1.",))
+
+
+LINK_NOTE = ("The linker (`-lcuda`, line 1) looks for libcuda.so with no version; the NVIDIA "
+             "driver installs libcuda.so.1, and the unversioned name is only a link that its "
+             "development files add.")
+NO_NVIDIA = ("Possible: the text shows no NVIDIA GPU, driver or CUDA build; on a ROCm machine a "
+             "package built for CUDA (a CUDA triton) asks for libcuda.")
+
+
+def test_the_linker_asking_for_lcuda_gets_the_link_and_the_loader_not() -> None:
+    text = paste("c3-libcuda--inductor-ld-cannot-find-lcuda-runfile.txt")
+    assert only(text) == (
+        "libcuda-missing", "possible", "host",
+        "Where the NVIDIA driver is installed (ldconfig lists libcuda.so.1), add the "
+        "unversioned link beside it; without an NVIDIA GPU run the program on the CPU.",
+        ("ldconfig -p | grep libcuda", "sudo ln -s /usr/lib/x86_64-linux-gnu/libcuda.so.1 "
+         "/usr/lib/x86_64-linux-gnu/libcuda.so"), (LINK_NOTE, NO_NVIDIA))
+    # The same library missing when a program starts is the loader's: the driver, not a link.
+    loader = only("OSError: libcuda.so.1: cannot open shared object file: No such file or "
+                  "directory")
+    assert loader == (
+        "libcuda-missing", "possible", "host",
+        "Install the NVIDIA driver; without an NVIDIA GPU run the program on the CPU.",
+        (NVIDIA_SMI, "ldconfig -p | grep libcuda"), (NO_NVIDIA,))
+    # Under WSL the linker's answer is WSL's driver folder.
+    wsl = only(text + "\nLinux DESKTOP-1 5.15.153.1-microsoft-standard-WSL2 #1 SMP x86_64\n")
+    assert wsl[2] == "wsl" and wsl[4][0].startswith("export LD_LIBRARY_PATH=/usr/lib/wsl/lib")
+
+
+def test_rocminfo_failing_on_a_gpu_rocm_never_supported_says_so_before_the_groups() -> None:
+    text = paste("c3-rocminfo--rx560-laptop-rocm53-unsupported.txt")
+    entry = ENTRY["rocminfo-out-of-resources"]
+    assert only(text) == (
+        "rocminfo-out-of-resources", "likely", "host",
+        "gfx803 is not a GPU ROCm supports: the runtime fails to open it this way whatever the "
+        "groups. Use a GPU on ROCm's support list (or a ROCm release old enough to have "
+        "supported it); the groups below matter only then.", entry.commands,
+        ("The text names the GPU, Radeon RX560 (line 9): its target is gfx803 (ROCm's and "
+         "LLVM's GPU lists).",
+         f"No ROCm release from 6.0 to {newest_known()} (those this table knows) lists gfx803: "
+         "ROCm does not ship code for it. No override is known to run it."))
+    # A GPU ROCm supports, or one an override runs, keeps the permissions story.
+    for card in ("AMD Radeon RX 7900 XTX", "AMD Radeon RX 6600"):
+        assert only(text.replace("AMD Radeon RX560", card))[3:5] == (entry.fix, entry.commands)
+    # No GPU named: nothing is assumed.
+    assert only(text.replace("AMD Radeon RX560", ""))[3:] == (entry.fix, entry.commands, ())

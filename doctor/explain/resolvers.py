@@ -113,8 +113,33 @@ def _machine_state(entry: KnownMessage, s: Situation, ctx: Context) -> None:
         ctx.commands.extend([f"unset {' '.join(sorted(override))}", *entry.commands])
 
 
+def _unsupported_gpu(s: Situation, ctx: Context) -> bool:
+    """The text's GPU is a target no known ROCm release supports and no override runs: the
+    runtime fails to open it whatever the user's groups (the entries' cause says "unsupported
+    GPUs fail the same way"). Notes it and says so in the fix."""
+    from rocmdoctor.explain import targets
+    from rocmdoctor.kb import gfx as kb_gfx
+
+    if s.written_on_windows():
+        return False
+    for gfx, line in targets.gpu_gfx(s)[:1]:
+        if targets.native_since(gfx) is not None or kb_gfx.override_for(gfx) is not None:
+            return False
+        ctx.basis.append(line)
+        named = targets.name_note(s, gfx)
+        if named:
+            ctx.notes.append(named)
+        ctx.notes.append(targets.never_note(gfx) + " No override is known to run it.")
+        ctx.fix = (f"{gfx} is not a GPU ROCm supports: the runtime fails to open it this way "
+                   f"whatever the groups. Use a GPU on ROCm's support list (or a ROCm release "
+                   f"old enough to have supported it); the groups below matter only then.")
+        return True
+    return False
+
+
 def _user_groups(entry: KnownMessage, s: Situation, ctx: Context) -> None:
     host = s.host
+    _unsupported_gpu(s, ctx)
     if re.search(r"is member of video group", s.text):
         ctx.notes.append("rocminfo says the user is in the video group; on systems where "
                          "/dev/kfd belongs to render that is not enough (older rocminfo "

@@ -154,6 +154,24 @@ def _libcuda(entry: KnownMessage, s: Situation, ctx: Context) -> None:
     if not is_nvidia_paste(s.facts) and not s._host_signals("nvidia"):
         ctx.doubts.append("the text shows no NVIDIA GPU, driver or CUDA build; on a ROCm "
                           "machine a package built for CUDA (a CUDA triton) asks for libcuda")
+    link = re.search(r"cannot find -lcuda\b", s.text)
+    if link and s.environment()[0] != "wsl":
+        # triton's third_party/nvidia/backend/driver.py builds its launcher with `-lcuda` in
+        # the folders of libcuda_dirs() (ldconfig's libcuda entries, or TRITON_LIBCUDA_PATH);
+        # the driver installs libcuda.so.1, the unversioned name is a development link
+        # (pytorch issue 103417: the link fixed it).
+        index = s.text.count("\n", 0, link.start()) + 1
+        line = s.numbers[index - 1] if s.numbers and index <= len(s.numbers) else index
+        ctx.basis.append(line)
+        ctx.notes.append(f"The linker (`-lcuda`, line {line}) looks for libcuda.so with no "
+                         "version; the NVIDIA driver installs libcuda.so.1, and the unversioned "
+                         "name is only a link that its development files add.")
+        ctx.fix = ("Where the NVIDIA driver is installed (ldconfig lists libcuda.so.1), add "
+                   "the unversioned link beside it; without an NVIDIA GPU run the program on "
+                   "the CPU.")
+        ctx.commands[:] = ["ldconfig -p | grep libcuda",
+                           "sudo ln -s /usr/lib/x86_64-linux-gnu/libcuda.so.1 "
+                           "/usr/lib/x86_64-linux-gnu/libcuda.so"]
 
 
 def _psp_ring(entry: KnownMessage, s: Situation, ctx: Context) -> None:

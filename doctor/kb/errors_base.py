@@ -17,9 +17,12 @@ NVIDIA_XID = "sudo dmesg | grep -iE 'NVRM|Xid'"
 NVIDIA_SMI = "nvidia-smi"
 
 # ROCm's container guide: the devices and the groups that own them, on the docker command line
-# before the image name (everything after the image is the container's own command).
+# before the image name (everything after the image is the container's own command). The render
+# group by its host's number: a name is looked up in the image's /etc/group, whose render group
+# (if any) need not have the host's number (ROCm/ROCm-docker#116; doctor/fixes.py does the same).
 DOCKER_ROCM = ("docker run --device=/dev/kfd --device=/dev/dri --group-add video "
-               "--group-add render --security-opt seccomp=unconfined <image>")
+               "--group-add $(getent group render | cut -d: -f3) "
+               "--security-opt seccomp=unconfined <image>")
 DOCKER_NVIDIA = "docker run --gpus all <image>"
 ROCM_DOCKER = "https://rocm.docs.amd.com/projects/install-on-linux/en/latest/how-to/docker.html"
 NVIDIA_TOOLKIT = ("https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/"
