@@ -143,3 +143,15 @@ def test_rocminfo_failing_on_a_gpu_rocm_never_supported_says_so_before_the_group
         assert only(text.replace("AMD Radeon RX560", card))[3:5] == (entry.fix, entry.commands)
     # No GPU named: nothing is assumed.
     assert only(text.replace("AMD Radeon RX560", ""))[3:] == (entry.fix, entry.commands, ())
+
+
+def test_inside_a_container_the_render_group_goes_in_by_its_host_number() -> None:
+    from tests.explain_replay import host_for
+
+    text = paste("c3-container--vllm-toolbox-no-hip-gpus-render-gid.txt")
+    inside = only(text, host_for("amd-container"))
+    # The image's /etc/group need not have the host's render number (ROCm/ROCm-docker#116).
+    assert inside[2] == "container" and inside[4][0] == (
+        "docker run --device=/dev/kfd --device=/dev/dri --group-add video --group-add "
+        "$(getent group render | cut -d: -f3) --security-opt seccomp=unconfined <image>")
+    assert only(text, host_for("amd"))[2] == "host"
