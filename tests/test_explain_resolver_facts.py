@@ -155,3 +155,32 @@ def test_inside_a_container_the_render_group_goes_in_by_its_host_number() -> Non
         "docker run --device=/dev/kfd --device=/dev/dri --group-add video --group-add "
         "$(getent group render | cut -d: -f3) --security-opt seccomp=unconfined <image>")
     assert only(text, host_for("amd"))[2] == "host"
+
+
+def test_a_graph_file_left_set_is_the_cause_of_ncclsystemerror_in_the_text_or_here() -> None:
+    from tests.explain_replay import host_for
+
+    text = paste("c3-nccl--system-error-graph-file-set-azure.txt")
+    fix = ("Unset NCCL_GRAPH_FILE (in the job's environment, or its line in /etc/nccl.conf) "
+           "and run again.")
+    commands = ("unset NCCL_GRAPH_FILE", "grep -s NCCL_GRAPH_FILE /etc/nccl.conf")
+
+    def note(value: str, where: str) -> str:
+        return (f"NCCL_GRAPH_FILE={value} is set {where}: NCCL then builds its rings from that "
+                f"file instead of this machine's topology, which fails when the file is another "
+                f"machine's (NVIDIA/nccl issue 1240: unsetting it fixed the error; it is not "
+                f"meant to be set in production).")
+
+    # NCCL's INFO line names the variable: that is the cause, and the answer is sure of it.
+    assert only(text) == ("nccl-error", "likely", "host", fix, commands,
+                          (note("/opt/microsoft/ncv4/graph.xml", "in the text"),))
+    alone = text.splitlines()[0]
+    entry = ENTRY["nccl-error"]
+    assert only(alone) == ("nccl-error", "possible", "host", entry.fix, entry.commands,
+                           ("Possible: this message has more than one cause and the text does "
+                            "not say which.",))
+    exported = only("export NCCL_GRAPH_FILE=/opt/g.xml\n" + alone)
+    assert exported[1] == "likely" and exported[5] == (note("/opt/g.xml", "in the text"),)
+    here = only(alone, host_for("nvidia", {"NCCL_GRAPH_FILE": "/etc/graph.xml"}))
+    assert here == ("nccl-error", "likely", "host", fix, commands,
+                    (note("/etc/graph.xml", "on this machine"),))

@@ -213,9 +213,10 @@ def _explain(entry: KnownMessage, line: str, number: int, situation: Situation) 
     else:
         needs_root = entry.needs_root
     sure = LIKELY
-    if context.doubts or entry.key in GENERIC_KEYS:
+    generic = entry.key in GENERIC_KEYS and not context.settled
+    if context.doubts or generic:
         sure = POSSIBLE
-        if entry.key in GENERIC_KEYS and not context.doubts:
+        if generic and not context.doubts:
             context.notes.append("Possible: this message has more than one cause and the "
                                  "text does not say which.")
         context.notes.extend(f"Possible: {d}." for d in context.doubts)

@@ -43,6 +43,9 @@ class Context:
     doubts: list[str] = field(default_factory=list)
     basis: list[int] = field(default_factory=list)  # lines of the text the notes rest on
     fix: Optional[str] = None  # a fix text for what the facts show, in place of the entry's
+    # A fact names which of a many-caused message's causes this is (GENERIC_KEYS): the answer
+    # may then be `likely`.
+    settled: bool = False
 
 
 class Situation:
@@ -62,6 +65,11 @@ class Situation:
         if self._facts is None:
             self._facts = read_facts(self.text, self.numbers)
         return self._facts
+
+    def line_of(self, index: int) -> int:
+        """The whole text's line number of the character at `index` of `text`."""
+        line = self.text.count("\n", 0, index) + 1
+        return self.numbers[line - 1] if self.numbers and line <= len(self.numbers) else line
 
     def written_on_windows(self) -> bool:
         return self.facts.os == "windows"

@@ -243,10 +243,33 @@ def _masks(entry: KnownMessage, s: Situation, ctx: Context) -> None:
     ctx.commands.extend(entry.commands)
 
 
+# NVIDIA/nccl issue 1240 (maintainer): NCCL_GRAPH_FILE, left set to an image's graph.xml,
+# made every communicator fail with ncclSystemError; "it should never be set in production".
+# As exported (NCCL_GRAPH_FILE=...) or as NCCL's INFO log says it ("NCCL_GRAPH_FILE set by
+# environment to ...", src/misc/param.cc).
+_NCCL_GRAPH = re.compile(r"\bNCCL_GRAPH_FILE(?:\s*[=:]\s*|\s+set by environment to\s+)"
+                         r"([^\s\"']+)")
+
+
 def _nccl_last_error(entry: KnownMessage, s: Situation, ctx: Context) -> None:
     m = re.search(r"Last error:\s*\n(?:\s*\[rank\d+\]:)?\s*([^\n]+)", s.text)
     if m is not None and m.group(1).strip():
         ctx.notes.append(f"NCCL's last error: {m.group(1).strip()}.")
+    graph = _NCCL_GRAPH.search(s.text)
+    where = "in the text" if graph else ""
+    value = graph.group(1) if graph else s.env().get("NCCL_GRAPH_FILE", "")
+    if value and not where:
+        where = "on this machine"
+    if value:
+        ctx.notes.append(f"NCCL_GRAPH_FILE={value} is set {where}: NCCL then builds its rings "
+                         f"from that file instead of this machine's topology, which fails when "
+                         f"the file is another machine's (NVIDIA/nccl issue 1240: unsetting it "
+                         f"fixed the error; it is not meant to be set in production).")
+        ctx.fix = ("Unset NCCL_GRAPH_FILE (in the job's environment, or its line in "
+                   "/etc/nccl.conf) and run again.")
+        ctx.commands[:] = ["unset NCCL_GRAPH_FILE", "grep -s NCCL_GRAPH_FILE /etc/nccl.conf"]
+        ctx.basis.extend([s.line_of(graph.start())] if graph else [])
+        ctx.settled = True
 
 
 def _xid(entry: KnownMessage, s: Situation, ctx: Context) -> None:

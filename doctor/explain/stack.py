@@ -160,8 +160,7 @@ def _libcuda(entry: KnownMessage, s: Situation, ctx: Context) -> None:
         # the folders of libcuda_dirs() (ldconfig's libcuda entries, or TRITON_LIBCUDA_PATH);
         # the driver installs libcuda.so.1, the unversioned name is a development link
         # (pytorch issue 103417: the link fixed it).
-        index = s.text.count("\n", 0, link.start()) + 1
-        line = s.numbers[index - 1] if s.numbers and index <= len(s.numbers) else index
+        line = s.line_of(link.start())
         ctx.basis.append(line)
         ctx.notes.append(f"The linker (`-lcuda`, line {line}) looks for libcuda.so with no "
                          "version; the NVIDIA driver installs libcuda.so.1, and the unversioned "
