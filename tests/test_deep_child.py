@@ -69,8 +69,15 @@ def test_the_child_measures_every_figure_on_two_cpu_devices() -> None:
     assert [g["index"] for g in result["gpus"]] == [0, 1]
     gpu = result["gpus"][0]
     assert gpu["errors"] == {} and gpu["timer"] == "perf_counter (CPU device)"
-    assert [(g["dtype"], g["n"], g["library"]) for g in gpu["gemm"]] == [
-        ("fp32", 128, None), ("bf16", 128, None)]
+    # The n x n x n products, each followed by its dtype's reference shapes (a 64th of each
+    # dimension at the test's sizes): 3072^3 for fp32, the seven bf16 shapes of kb's table.
+    assert [(g["dtype"], g["m"], g["n"], g["k"], g["library"], g.get("reference_shape"))
+            for g in gpu["gemm"]] == [
+        ("fp32", 128, 128, 128, None, None), ("fp32", 48, 48, 48, None, True),
+        ("bf16", 128, 128, 128, None, None), ("bf16", 16, 160, 80, None, True),
+        ("bf16", 16, 240, 64, None, True), ("bf16", 16, 312, 220, None, True),
+        ("bf16", 32, 32, 208, None, True), ("bf16", 32, 80, 96, None, True),
+        ("bf16", 76, 64, 128, None, True), ("bf16", 208, 160, 128, None, True)]
     for g in gpu["gemm"]:
         _rate_ok(g["tflops"], "TFLOP/s")
     assert [(c["dtype"], c["layout"]) for c in gpu["conv"]] == [

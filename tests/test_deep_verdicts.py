@@ -569,3 +569,72 @@ def test_a_logging_variable_alone_does_not_say_launches_wait() -> None:
     run = variant(recorded(H200))
     run["env"]["AMD_LOG_LEVEL"] = "1"  # logs (errors only), serializes nothing
     assert result_of(deep_report(h200_host(run)), "kernel-launch").status is Status.PASS
+
+
+# --- graded at the reference's own shape ----------------------------------------------------
+
+def _at_shape(result: dict[str, Any], dtype: str, shape: tuple[int, int, int],
+              factor: float) -> dict[str, Any]:
+    """A product at a reference shape, its rates those of the dtype's n x n x n times
+    `factor` (a constructed variant: how the child records one, deep_child.reference_shapes)."""
+    entry = variant(gemm(result, dtype))
+    m, n, k = shape
+    entry.update({"m": m, "n": n, "k": k, "reference_shape": True})
+    scale(entry["tflops"], factor)
+    return entry
+
+
+def test_the_gemm_is_graded_at_the_shape_its_reference_was_measured_at() -> None:
+    # The real H200's one-shape figure: 659.7 TFLOP/s at 8192^3 under its 700 W cap, 83 % of
+    # the MAMF, which is the best shape of a sweep (2048x2048x13312).
+    run = variant(recorded(H200))
+    scale(gemm(run, "bf16")["tflops"], 659.7 / 781.9281)
+    low = result_of(deep_report(h200_host(run)), "gemm-rate")
+    assert (low.status, low.summary) == (Status.WARN, "GPU 0 NVIDIA H200: bf16 659.7 TFLOP/s, "
+                                         "83 % of 794.5 TFLOP/s (the MAMF of an NVIDIA H100 "
+                                         "SXM, torch 2.7.0+cu126)")
+    # The same card measured at the reference's shape too: graded there, 8192^3 shown beside.
+    run["gpus"][0]["gemm"].insert(1, _at_shape(run, "bf16", (2048, 2048, 13312), 1.18))
+    judged = result_of(deep_report(h200_host(run)), "gemm-rate")
+    assert (judged.status, judged.summary) == (
+        Status.PASS, "GPU 0 NVIDIA H200: bf16 778.4 TFLOP/s, 98 % of 794.5 TFLOP/s")
+    assert [(f.key, f.name, f.verdict) for f in judged.figures][:2] == [
+        ("gemm:bf16", "bf16 GEMM 2048x2048x13312 (the reference's shape, cuBLAS)", "pass"),
+        ("gemm:bf16:8192", "bf16 GEMM 8192x8192x8192 (cuBLAS)", None)]
+    assert _texts(judged.findings)[1] == (
+        "info", "GPU 0 bf16 GEMM 8192x8192x8192 (cuBLAS): 659.7 TFLOP/s (median of 58 runs, "
+                "spread 1.4 %); 67 % of the 989.4 TFLOP/s bf16 datasheet peak (NVIDIA H200, "
+                "dense)")
+    # Other cards' shapes measured here change nothing; a slow one at the reference's shape
+    # is still caught there.
+    run["gpus"][0]["gemm"].insert(2, _at_shape(run, "bf16", (13312, 10240, 8192), 0.5))
+    assert result_of(deep_report(h200_host(run)), "gemm-rate").summary == judged.summary
+    run["gpus"][0]["gemm"][1] = _at_shape(run, "bf16", (2048, 2048, 13312), 0.9)
+    slow = result_of(deep_report(h200_host(run)), "gemm-rate")
+    assert (slow.status, slow.summary) == (
+        Status.FAIL, "GPU 0 NVIDIA H200: bf16 593.7 TFLOP/s, 75 % of 794.5 TFLOP/s (the MAMF "
+                     "of an NVIDIA H100 SXM, torch 2.7.0+cu126)")
+
+
+def test_a_reference_shape_too_slow_for_the_card_is_named_and_the_square_one_graded() -> None:
+    run = variant(recorded(H200))
+    left = {"dtype": "bf16", "m": 2048, "n": 2048, "k": 13312, "library": None,
+            "reference_shape": True, "left_out": "~3 s at this rate"}
+    run["gpus"][0]["gemm"].insert(1, left)
+    gemm_rate = result_of(deep_report(h200_host(run)), "gemm-rate")
+    assert gemm_rate.summary == "GPU 0 NVIDIA H200: bf16 781.9 TFLOP/s, 98 % of 794.5 TFLOP/s"
+    assert _texts(gemm_rate.findings)[1] == (
+        "info", "GPU 0 bf16 GEMM at the reference's shape 2048x2048x13312: not measured (~3 s "
+                "at this rate), graded at 8192x8192x8192 instead")
+
+
+def test_the_childs_reference_shapes_are_those_of_kbs_references() -> None:
+    from rocmdoctor.host.deep_kernels import REFERENCE_SHAPES
+    from rocmdoctor.kb.deep_refs import CLASS_REFERENCES
+
+    want: dict[str, set[tuple[int, int, int]]] = {}
+    for ref in CLASS_REFERENCES:
+        if ref.shape and ref.figure.startswith("gemm:"):
+            want.setdefault(ref.figure.split(":")[1], set()).add(ref.shape)
+    assert {k: set(v) for k, v in REFERENCE_SHAPES.items()} == want
+    assert all(list(v) == sorted(v) for v in REFERENCE_SHAPES.values())

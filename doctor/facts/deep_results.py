@@ -68,10 +68,25 @@ class Rate:
 @dataclass(frozen=True)
 class Gemm:
     dtype: str
-    size: Optional[int]
+    size: Optional[int]  # N
     library: Optional[str]  # None: the one torch prefers; else the one asked for
     library_name: Optional[str]
     rate: Optional[Rate]
+    m: Optional[int] = None
+    k: Optional[int] = None
+    # Measured at a class reference's shape (deep_kernels.REFERENCE_SHAPES), not n x n x n;
+    # `left_out`: why it was not measured (too slow for this card).
+    reference_shape: bool = False
+    left_out: Optional[str] = None
+
+    @property
+    def shape(self) -> tuple[Optional[int], Optional[int], Optional[int]]:
+        return (self.m if self.m is not None else self.size, self.size,
+                self.k if self.k is not None else self.size)
+
+    @property
+    def shape_text(self) -> str:
+        return "x".join(str(d) for d in self.shape)
 
 
 @dataclass(frozen=True)
@@ -213,7 +228,14 @@ class GpuDeep:
         return f"GPU {self.index} {self.name}"
 
     def gemm_of(self, dtype: str, library: Optional[str] = None) -> Optional[Gemm]:
-        return next((g for g in self.gemm if g.dtype == dtype and g.library == library), None)
+        """The n x n x n product in `dtype` through `library` (None: torch's choice)."""
+        return next((g for g in self.gemm if g.dtype == dtype and g.library == library
+                     and not g.reference_shape), None)
+
+    def gemm_at(self, dtype: str, shape: tuple[int, int, int]) -> Optional[Gemm]:
+        """The product in `dtype` at a reference's (M, N, K), measured or left out."""
+        return next((g for g in self.gemm if g.dtype == dtype and g.reference_shape
+                     and g.library is None and g.shape == shape), None)
 
 
 def _gemm(value: Any) -> Optional[Gemm]:
@@ -222,7 +244,8 @@ def _gemm(value: Any) -> Optional[Gemm]:
     if dtype is None:
         return None
     return Gemm(dtype, _int(d.get("n")), _text(d.get("library")), _text(d.get("library_name")),
-                Rate.parse(d.get("tflops"), "TFLOP/s"))
+                Rate.parse(d.get("tflops"), "TFLOP/s"), _int(d.get("m")), _int(d.get("k")),
+                d.get("reference_shape") is True, _text(d.get("left_out")))
 
 
 def _conv(value: Any) -> Optional[Conv]:

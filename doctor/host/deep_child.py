@@ -4,7 +4,8 @@ JSON object (schema rocmdoctor.deep/1) on stdout.
     python deep_child.py --parent-pid PID [--stress SECONDS]
 
 Per GPU, one after the other: kernel launches queued and waited for; matrix products in
-fp32 (TF32 off), tf32, bf16, fp16 and fp8 where the device has them, bf16 again through the
+fp32 (TF32 off), tf32, bf16, fp16 and fp8 where the device has them, each also at the shapes
+its class references were measured at (deep_kernels.REFERENCE_SHAPES), bf16 again through the
 other BLAS library torch can choose (cuBLASLt / hipBLASLt); a ResNet-50 convolution forward
 and backward; device memory copy and triad; pinned host copies (per NUMA node where there
 are several); with --stress, the stress loop. Telemetry (deep_telemetry.py) is sampled all
@@ -53,7 +54,7 @@ ENV_NAMES = ("CUDA_LAUNCH_BLOCKING", "HIP_LAUNCH_BLOCKING", "AMD_SERIALIZE_KERNE
              "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
              "CUDA_DEVICE_MAX_CONNECTIONS", "GPU_MAX_HW_QUEUES")
 FULL: dict[str, Any] = {
-        "gemm_n": 8192, "sustain_s": 6.0,
+        "gemm_n": 8192, "sustain_s": 6.0, "shape_scale": 1,
         "conv": {"batch": 256, "channels": 256, "size": 14, "out": 256},
         "memory": 1 << 30, "host": 256 << 20, "peer": 256 << 20, "stress_n": 8192,
         "plan": {"warmup": 3, "repeats": 10, "iters": 10},
@@ -61,7 +62,7 @@ FULL: dict[str, Any] = {
         "host_plan": {"warmup": 1, "repeats": 7, "iters": 4},
         "launch": {"warmup": 200, "repeats": 7, "iters": 2000}}
 TINY: dict[str, Any] = {
-        "gemm_n": 128, "sustain_s": 0.3,
+        "gemm_n": 128, "sustain_s": 0.3, "shape_scale": 64,
         "conv": {"batch": 2, "channels": 16, "size": 8, "out": 16},
         "memory": 4 << 20, "host": 1 << 20, "peer": 1 << 20, "stress_n": 128,
         "plan": {"warmup": 1, "repeats": 5, "iters": 3},
@@ -216,6 +217,8 @@ def measure_gpu(run: Run, torch: Any, index: int, device: Any, gpu: dict[str, An
             sampler.phase = ""
             if done:
                 gpu["gemm"].append(done)
+                gpu["gemm"].extend(reference_shapes(run, gpu, torch, timer, dtype, done, plan,
+                                                    label))
         other = other_library(torch, device)
         if other:
             done = run.attempt(gpu, f"gemm:bf16:{other}", f"{label}: bf16 GEMM via {other}",
@@ -245,6 +248,34 @@ def measure_gpu(run: Run, torch: Any, index: int, device: Any, gpu: dict[str, An
         reader.close()
         if not cpu:
             torch.cuda.empty_cache()
+
+
+def reference_shapes(run: Run, gpu: dict[str, Any], torch: Any, timer: Any, dtype: str,
+                     square: dict[str, Any], plan: dict[str, Any], label: str
+                     ) -> list[dict[str, Any]]:
+    """The dtype's products at the class references' shapes (kernels.REFERENCE_SHAPES; each
+    dimension divided by the sizes' shape_scale), those the n x n x n rate says fit in
+    kernels.SHAPE_BUDGET_S; a shape left out is listed with the seconds it would take."""
+    rate = ((square.get("tflops") or {}).get("median") or 0.0)
+    scale = int(run.sizes.get("shape_scale", 1))
+    out: list[dict[str, Any]] = []
+    for full in kernels.REFERENCE_SHAPES.get(dtype, ()):
+        if run.stopped():
+            break
+        shape = (max(8, full[0] // scale), max(8, full[1] // scale), max(8, full[2] // scale))
+        seconds = kernels.shape_seconds(shape, rate, plan)
+        if seconds > kernels.SHAPE_BUDGET_S:
+            m, n, k = shape
+            out.append({"dtype": dtype, "m": m, "n": n, "k": k, "library": None,
+                        "reference_shape": True, "left_out": f"~{seconds:.0f} s at this rate"})
+            continue
+        name = "x".join(map(str, shape))
+        done = run.attempt(gpu, f"gemm:{dtype}:{name}", f"{label}: {dtype} GEMM {name}",
+                           functools.partial(kernels.gemm, torch, timer, dtype, 0, plan,
+                                             shape=shape, stop=run.stopped))
+        if done:
+            out.append(done)
+    return out
 
 
 def _safe(fn: Callable[[], Any]) -> Any:
