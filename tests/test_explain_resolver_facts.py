@@ -184,3 +184,34 @@ def test_a_graph_file_left_set_is_the_cause_of_ncclsystemerror_in_the_text_or_he
     here = only(alone, host_for("nvidia", {"NCCL_GRAPH_FILE": "/etc/graph.xml"}))
     assert here == ("nccl-error", "likely", "host", fix, commands,
                     (note("/etc/graph.xml", "on this machine"),))
+
+
+def test_a_bf16_product_cublas_refuses_is_the_old_gpus_and_a_new_gpu_doubts_it() -> None:
+    text = paste("cublas-bf16-unsupported--mineru-tesla-m40-windows.txt")
+    entry = ENTRY["cublas-bf16-unsupported"]
+    assert only(text) == (
+        "cublas-bf16-unsupported", "likely", "host", entry.fix, entry.commands,
+        ("The text names the GPU, M40 (line 1): compute capability 5.2 (NVIDIA's CUDA "
+         "GPUs list).",
+         "Compute capability 5.2 (line 1): a GPU older than Volta, whose cuBLAS has no bf16 "
+         "product."))
+    newer = only(text.replace("M40", "RTX 4090"))
+    assert newer[:2] == ("cublas-bf16-unsupported", "possible") and newer[5][-1] == (
+        "Possible: compute capability 8.9 (line 1) is one whose cuBLAS has bf16 products as "
+        "far as the reports go; another cause (shape, library version) is as likely.")
+    unnamed = only(text.splitlines()[1])
+    assert unnamed[1] == "possible" and unnamed[5] == (
+        "Possible: the text names no GPU; `nvidia-smi --query-gpu=name,compute_cap "
+        "--format=csv` shows its compute capability (cuBLAS has bf16 products from Turing, "
+        "7.5, on).",)
+    # An fp16 product refused is not this entry's.
+    assert [e.key for e in explain_text(text.replace("CUDA_R_16BF", "CUDA_R_16F"))] != [
+        "cublas-bf16-unsupported"]
+
+
+def test_a_gpu_named_against_cjk_text_is_still_read() -> None:
+    from rocmdoctor.explain.paste import read_facts
+
+    facts = read_facts("我的显卡是RX 7900 XTX，报错了\n旧显卡如M40出现")
+    assert [(f.value, f.line) for f in facts.all("gfx", role="name")] == [("gfx1100", 1)]
+    assert [(f.value, f.line) for f in facts.all("capability", role="name")] == [("5.2", 2)]

@@ -129,3 +129,23 @@ def _kernel_image(entry: KnownMessage, s: Situation, ctx: Context) -> None:
     wheels_for(capability, ctx)
     if len(ctx.commands) > before:
         ctx.commands[before:before] = [entry.commands[0]]
+
+
+def _bf16_gemm(entry: KnownMessage, s: Situation, ctx: Context) -> None:
+    """Reported on sm_52 and sm_60 (kb errors_cuda): sure below 7.0, doubted where the text
+    names no GPU, and not this entry's story on a Turing or newer GPU."""
+    found = _capability(s, ctx)
+    if found is None:
+        ctx.doubts.append("the text names no GPU; `" + entry.commands[0] + "` shows its "
+                          "compute capability (cuBLAS has bf16 products from Turing, 7.5, on)")
+        return
+    capability, line = found
+    ctx.basis.append(line)
+    major = int(capability.split(".")[0])
+    if major < 7:
+        ctx.notes.append(f"Compute capability {capability} (line {line}): a GPU older than "
+                         f"Volta, whose cuBLAS has no bf16 product.")
+    else:
+        ctx.doubts.append(f"compute capability {capability} (line {line}) is one whose "
+                          f"cuBLAS has bf16 products as far as the reports go; another "
+                          f"cause (shape, library version) is as likely")

@@ -86,4 +86,17 @@ CUDA_BUILD_MESSAGES: tuple[KnownMessage, ...] = (
         commands=("systemctl status nvidia-fabricmanager",
                   "sudo systemctl enable --now nvidia-fabricmanager"),
         needs_root=True, threads=1),
+    # bf16 products on GPUs whose cuBLAS has none: a P100 (sm_60) in torch's own tests
+    # (pytorch issue 57773), a Tesla M40 (sm_52) in MinerU issue 1508 (fixed by not using
+    # bf16), while the same tests pass on a T4 (sm_75, torch's CI).
+    KnownMessage(
+        "cublas-bf16-unsupported", "CUBLAS_STATUS_NOT_SUPPORTED for a bf16 matrix product",
+        "error",
+        (r"CUBLAS_STATUS_NOT_SUPPORTED when calling `?cublas\w*\([^`]{0,200}?CUDA_R_16BF",),
+        "cuBLAS has no bf16 (CUDA_R_16BF) matrix product for this GPU: Maxwell and Pascal "
+        "cards (a Tesla M40, a P100) fail this way, while Turing (T4) and newer run it.",
+        "Run the model in fp16 or fp32 instead of bf16 (the program's dtype or precision "
+        "option; torch_dtype=torch.float16 for transformers).", "torch-device",
+        "https://github.com/pytorch/pytorch/issues/57773", commands=(CAPABILITY,),
+        requires=("not_amd_paste",), context="bf16_gemm", threads=2),
 )

@@ -31,12 +31,15 @@ class NamedGpu:
     source: str
 
 
+# ASCII word boundaries: a name written against Chinese or Japanese text ("旧显卡如M40出现") is
+# still a word of its own.
 def _amd(pattern: str, gfx: str, source: str = ROCM_GPUS_YAML) -> NamedGpu:
-    return NamedGpu(re.compile(pattern, re.IGNORECASE), "amd", gfx, source)
+    return NamedGpu(re.compile(pattern, re.IGNORECASE | re.ASCII), "amd", gfx, source)
 
 
 def _nv(pattern: str, capability: str) -> NamedGpu:
-    return NamedGpu(re.compile(pattern, re.IGNORECASE), "nvidia", capability, NVIDIA_CUDA_GPUS)
+    return NamedGpu(re.compile(pattern, re.IGNORECASE | re.ASCII), "nvidia", capability,
+                    NVIDIA_CUDA_GPUS)
 
 
 def _radeon(number: str) -> str:
@@ -85,8 +88,8 @@ NAMED_GPUS: tuple[NamedGpu, ...] = (
         r"\bTITAN RTX\b|\bQuadro RTX ?[4-8]000\b", "7.5"),
     _nv(r"\bV100\b|\bTITAN V\b", "7.0"),
     _nv(r"\bGTX ?10[5-8]0(?: ?Ti)?\b|\bTITAN Xp\b|\bTesla P40\b|\bTesla P4\b", "6.1"),
-    _nv(r"\bTesla P100\b|\bQuadro GP100\b", "6.0"),
-    _nv(r"\bGTX ?9[5-8]0(?: ?Ti)?\b|\bTITAN X\b(?!p)", "5.2"),
+    _nv(r"\bP100\b|\bQuadro GP100\b", "6.0"),  # Kaggle says "GPU P100"
+    _nv(r"\bGTX ?9[5-8]0(?: ?Ti)?\b|\bTITAN X\b(?!p)|\b(?:Tesla )?M[46]0\b", "5.2"),
     _nv(r"\bGTX ?750(?: ?Ti)?\b", "5.0"),
     _nv(r"\bTesla K80\b", "3.7"),
     _nv(r"\bTesla K40\b|\bGT ?710\b", "3.5"),
