@@ -46,3 +46,46 @@ def test_our_child_scripts_run_in_the_python_the_probe_found() -> None:
     host = LiveHost()
     host.python = lambda: {"executable": "/venv/bin/python"}  # type: ignore[method-assign]
     assert host._resolve([DEEP_TOOL])[0] == "/venv/bin/python"
+
+
+def _malformed(**fields: object) -> str:
+    from rocmdoctor.host.snapshot import SnapshotError, parse_snapshot
+    from tests.helpers import make_snapshot
+    data = make_snapshot()
+    for where, value in fields.items():
+        part, _, key = where.partition("__")
+        if key:
+            data[part][key] = value
+        else:
+            data[part] = value
+    with pytest.raises(SnapshotError) as err:
+        parse_snapshot(data, "s.json")
+    return str(err.value)
+
+
+def test_a_malformed_snapshot_names_the_field_and_value_cut_at_their_edges() -> None:
+    """The message cuts a map key past 80 characters to 77 and "...", a string value past 40 to
+    37, a number past 30 digits to 27; what fits is shown whole, non-ASCII as JSON escapes."""
+    k80, k81 = "K" * 80, "K" * 81
+    assert _malformed(env__A=1) == ('malformed snapshot: env["A"] must be a string, not the '
+                                    "number 1 (s.json)")
+    assert _malformed(env={k80: 1}) == (f'malformed snapshot: env["{k80}"] must be a string, '
+                                        "not the number 1 (s.json)")
+    assert _malformed(env={k81: 1}) == (f'malformed snapshot: env["{"K" * 77}..."] must be a '
+                                        "string, not the number 1 (s.json)")
+    assert _malformed(env={"\u00e9": 1}) == ('malformed snapshot: env["\\u00e9"] must be a '
+                                             "string, not the number 1 (s.json)")
+    s40, s41 = "u" * 40, "u" * 41
+    assert _malformed(user__uid=s40) == (f'malformed snapshot: user.uid must be an integer, '
+                                         f'not the string "{s40}" (s.json)')
+    assert _malformed(user__uid=s41) == (f'malformed snapshot: user.uid must be an integer, '
+                                         f'not the string "{"u" * 37}..." (s.json)')
+    assert _malformed(user__uid="\u00e9") == ('malformed snapshot: user.uid must be an integer,'
+                                              ' not the string "\\u00e9" (s.json)')
+    n30, n31 = 10 ** 29, 10 ** 30  # 30 and 31 digits
+    assert _malformed(platform__kernel_release=n30) == (
+        f"malformed snapshot: platform.kernel_release must be a string, not the number {n30}"
+        " (s.json)")
+    assert _malformed(platform__kernel_release=n31) == (
+        "malformed snapshot: platform.kernel_release must be a string, not the number "
+        f"{str(n31)[:27]}... (s.json)")

@@ -94,3 +94,29 @@ def test_live_commands_are_memoised_per_argument_list_not_per_joined_text() -> N
     joined = host.run([sys.executable, "-c", "import sys; print(sys.argv[1:])", "a b"])
     assert split.stdout.strip() == "['a', 'b']"
     assert joined.stdout.strip() == "['a b']"
+
+
+def test_the_two_nvidia_smi_readers_keep_their_own_answers_in_either_order() -> None:
+    """`nvidia_gpus` (the query) and `nvidia_smi_q` (`nvidia-smi -q`) are memoised on one host
+    under keys of their own: reading one first does not change what the other answers."""
+    import gzip
+
+    from rocmdoctor.facts.nvidia_gpus import nvidia_gpus
+    from rocmdoctor.facts.nvidia_smi_q import QUERY, nvidia_smi_q, parse_nvidia_smi_q
+    h200 = "nvidia-smi-q-h200-kvm-guest-gen5-x16-host-max-na-ecc-enabled-driver580.159.txt"
+    with gzip.open("tests/fixtures/h200-snapshot.json.gz", "rt", encoding="utf-8") as fh:
+        data = json.load(fh)
+    data["commands"][" ".join(QUERY)] = {"returncode": 0, "stdout": fixture_text(h200),
+                                         "stderr": "", "timed_out": False, "duration_s": 0.1}
+
+    def pair(first: str) -> tuple[Any, Any]:
+        host = SnapshotHost(json.loads(json.dumps(data)))
+        if first == "q":
+            q = nvidia_smi_q(host)
+            return nvidia_gpus(host), q
+        return nvidia_gpus(host), nvidia_smi_q(host)
+
+    gpus, q = pair("gpus")
+    assert (gpus, q) == pair("q")
+    assert [g.name for g in gpus.gpus] == ["NVIDIA H200"] and gpus.error is None
+    assert q.gpus == tuple(parse_nvidia_smi_q(fixture_text(h200))) and len(q.gpus) == 1
