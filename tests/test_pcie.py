@@ -23,7 +23,7 @@ from rocmdoctor.facts.pci import (
     parse_speed,
     parse_width,
 )
-from rocmdoctor.facts.pcie_link import slot_device
+from rocmdoctor.facts.pcie_link import Link, gpu_link, slot_device
 from rocmdoctor.host.snapshot import SnapshotHost
 from rocmdoctor.kb import pcie
 from rocmdoctor.kb.kernel_log import KERNEL_MESSAGES
@@ -462,3 +462,22 @@ def test_the_port_above_a_card_behind_a_switch_is_the_nearest_one() -> None:
     assert gpu is not None
     link_dev, port = slot_device(h, gpu)
     assert (link_dev.bdf, port.bdf if port else None) == ("0000:03:00.0", "0000:02:00.0")
+
+
+def test_the_walk_up_a_cards_own_ports_stops_at_the_first_port_not_its_own() -> None:
+    # An AMD bridge (a root port of AMD's chipset, vendor 0x1002 here) above a PLX switch
+    # (0x10b5) above the card's own AMD ports: the slot's link is the card's upstream port,
+    # and the port above it is the switch's; the AMD bridge above the switch is not the card's.
+    chain = ("0000:00:01.1", "0000:01:00.0", "0000:02:00.0", "0000:03:00.0")
+    link = {"current_link_speed": "16.0 GT/s PCIe", "current_link_width": "8",
+            "max_link_speed": "16.0 GT/s PCIe", "max_link_width": "16"}
+    h = machine([pci("0000:00:01.1", "0x1002", "0x1478", "0x060400"),
+                 pci("0000:01:00.0", "0x10b5", "0x8747", "0x060400", chain[:1]),
+                 pci("0000:02:00.0", "0x1002", "0x1478", "0x060400", chain[:2], link=link),
+                 pci("0000:03:00.0", "0x1002", "0x1479", "0x060400", chain[:3]),
+                 pci("0000:04:00.0", "0x1002", "0x744c", "0x030000", chain)])
+    gpu = device(h, "0000:04:00.0")
+    assert gpu is not None
+    link_dev, port = slot_device(h, gpu)
+    assert (link_dev.bdf, port.bdf if port else None) == ("0000:02:00.0", "0000:01:00.0")
+    assert gpu_link(h, "0000:04:00.0") == Link(gpu, "0000:02:00.0", 16.0, 8, 16.0, 16)
