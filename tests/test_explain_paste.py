@@ -122,3 +122,12 @@ def test_a_windows_game_in_a_linux_kernel_log_is_linux() -> None:
     assert facts.os == "linux"
     assert read_facts("Loaded C:\\Games\\app.exe").os == "windows"
     assert read_facts("crash in game.exe").os == "windows"  # nothing says Linux
+
+
+def test_a_rocm_version_alone_makes_a_paste_amd_even_beside_cuda_words() -> None:
+    """No gfx target and no AMD GPU name, only a +rocm build or a rocm wheel: still AMD."""
+    for text in ("torch 2.3.1+rocm6.0 CUDA available: True\n",
+                 "RuntimeError: CUDA error: out of memory (built with rocm6.2 wheels)\n"):
+        facts = read_facts(text)
+        assert not facts.gfx and not facts.has("amd_gpu") and facts.has("rocm"), text
+        assert is_amd_paste(facts) and not is_nvidia_paste(facts), text

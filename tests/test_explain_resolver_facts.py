@@ -199,6 +199,10 @@ def test_a_bf16_product_cublas_refuses_is_the_old_gpus_and_a_new_gpu_doubts_it()
     assert newer[:2] == ("cublas-bf16-unsupported", "possible") and newer[5][-1] == (
         "Possible: compute capability 8.9 (line 1) is one whose cuBLAS has bf16 products as "
         "far as the reports go; another cause (shape, library version) is as likely.")
+    # a capability read by its major number: 8.0 is newer than Volta although its minor is 0
+    a100 = only(text.replace("M40", "A100"))
+    assert a100[:2] == ("cublas-bf16-unsupported", "possible") and a100[5][-1].startswith(
+        "Possible: compute capability 8.0 (line 1) is one whose cuBLAS has bf16 products")
     unnamed = only(text.splitlines()[1])
     assert unnamed[1] == "possible" and unnamed[5] == (
         "Possible: the text names no GPU; `nvidia-smi --query-gpu=name,compute_cap "
@@ -215,3 +219,16 @@ def test_a_gpu_named_against_cjk_text_is_still_read() -> None:
     facts = read_facts("我的显卡是RX 7900 XTX，报错了\n旧显卡如M40出现")
     assert [(f.value, f.line) for f in facts.all("gfx", role="name")] == [("gfx1100", 1)]
     assert [(f.value, f.line) for f in facts.all("capability", role="name")] == [("5.2", 2)]
+
+
+def test_pytorch_holding_four_fifths_of_the_gpu_is_a_workload_too_big() -> None:
+    """21.65 of 23.98 GiB allocated by PyTorch (90 %): the workload does not fit; at 9.65 GiB
+    (40 %) that is not the story, and no such note is given."""
+    text = paste("hip-out-of-memory--z-image-24gib-card.txt")
+    held = ("PyTorch itself holds 21.65 GiB of 23.98 GiB: the workload does not fit this GPU "
+            "as it is; make it smaller.")
+    assert only(text)[5] == (held,)
+    assert only(text.replace("21.65 GiB is allocated", "19.19 GiB is allocated"))[5] == (
+        held.replace("21.65", "19.19"),)  # 80.0 % of the card: the edge itself
+    less = only(text.replace("21.65 GiB is allocated", "9.65 GiB is allocated"))
+    assert not any("PyTorch itself holds" in n for n in less[5]), less[5]
