@@ -3,6 +3,7 @@ pastes in, every fact they state asserted with its line; arbitrary text never ra
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -131,3 +132,34 @@ def test_a_rocm_version_alone_makes_a_paste_amd_even_beside_cuda_words() -> None
         facts = read_facts(text)
         assert not facts.gfx and not facts.has("amd_gpu") and facts.has("rocm"), text
         assert is_amd_paste(facts) and not is_nvidia_paste(facts), text
+
+
+def test_adjacent_string_literals_of_a_pasted_raise_line_are_one_message() -> None:
+    from rocmdoctor.explain import RECOGNIZED, diagnose
+    raised = 'raise RuntimeError("Distributed package doesn\'t have NCCL " "built in")\nnext\n'
+    result = diagnose(raised)
+    assert (result.verdict, [e.key for e in result.explanations]) == (
+        RECOGNIZED, ["nccl-not-available"])
+    assert result.explanations[0].line == 1
+    # two literals with a comma between them are two strings: not joined
+    assert diagnose(raised.replace('" "', '", "')).explanations == []
+
+
+@pytest.mark.parametrize(("line", "verdict"), [
+    (" rocm-hip-runtime : Depends: rocminfo (= 1.0.0.50400-72~22.04) but 5.0.0-1 is to be "
+     "installed", "unknown-gpu-error"),
+    (" cuda-drivers-535 : Depends: nvidia-driver-535 (>= 535.54.03) but it is not going to be "
+     "installed", "unknown-gpu-error"),
+    (" python3-foo : Depends: libbar (= 1.2) but 1.3 is to be installed", "not-gpu"),
+    ("sh: 1: /opt/therock/bin/rocm_agent_enumerator: not found", "unknown-gpu-error"),
+    ("bash: hipcc: command not found", "unknown-gpu-error"),
+    ("bash: make: command not found", "not-gpu"),
+])
+def test_the_stacks_own_packages_and_programs_are_gpu_stack_errors(line: str,
+                                                                 verdict: str) -> None:
+    """A package manager refusing a ROCm, CUDA or NVIDIA package, or one of the stack's own
+    programs not found, is a GPU-stack error even where no entry knows it; the same shapes
+    about any other package or program are not."""
+    from rocmdoctor.explain import diagnose
+    result = diagnose("The following packages have unmet dependencies:\n" + line + "\n")
+    assert result.verdict == verdict, (line, result.explanations)

@@ -107,8 +107,14 @@ def diagnose(text: str, host: Optional[Host] = None) -> Diagnosis:
     return diagnose_paste(read_text(text), host)
 
 
+# Python's adjacent string literals, as a pasted `raise` line shows them ("have NCCL " "built
+# in"): one message to the catalogue, as the program printed it. Only between two words, on one
+# line, so the text keeps its lines.
+_ADJACENT_LITERALS = re.compile(r"(?:(?<=\w)|(?<=\w ))([\"'])[ \t]+\1(?=\w)")
+
+
 def diagnose_paste(paste: Paste, host: Optional[Host] = None) -> Diagnosis:
-    text = paste.text
+    text = _ADJACENT_LITERALS.sub("", paste.text)
     situation = Situation(text, host, paste.numbers)
     found: list[tuple[int, KnownMessage, str]] = []
     for entry in KNOWN_MESSAGES:

@@ -25,8 +25,8 @@ BEFORE, AFTER = 1, 2
 # A line worth reading in the middle of a long log: every catalogue message has one of these
 # words (a test holds this: each fixture's matched line passes this filter).
 SIGNAL = re.compile(
-    r"error|fail|fault|denied|cannot|can't|unable|not found|no such|warn|exception|traceback|"
-    r"abort|segmentation|killed|timeout|timed out|invalid|unsupported|not supported|"
+    r"error|fail|fault|denied|cannot|can't|could not|unable|not found|no such|warn|exception|"
+    r"traceback|abort|segmentation|killed|timeout|timed out|invalid|unsupported|not supported|"
     r"not compiled|out of memory|\boom\b|assert|undefined|missing|hip|cuda|rocm|gfx|sm_\d|"
     r"hsa|kfd|amdgpu|nvrm|xid|nccl|rccl|miopen|rocblas|blas|triton|bitsandbytes|tensile|"
     r"capability|override|visible_devices|\bpcie|\baer\b|\bpsp\b|firmware|libtinfo|file \"|"

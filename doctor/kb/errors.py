@@ -82,6 +82,13 @@ GPU_ERROR_SHAPES: tuple[str, ...] = (
     r"\bIgnoring visible gpu device\b|\bminimum required Cuda capability\b",
     r"(?i:rocm|hip|miopen|rocblas|hipblas|rccl|amd_smi|rocm_smi|cuda)\w*[/\\][^\n]*\.(?:h|hpp|c|cc|cpp|cu)"
     r":\d+:\d+: (?:fatal )?error:",
+    # Installing or running the stack itself: a package manager refusing a ROCm, CUDA or
+    # NVIDIA package (apt's "pkg : Depends: dep (= v) but w is to be installed"), and one of
+    # the stack's own programs not found where a script or hipcc looked for it.
+    r"^\s*(?:rocm|hip|hsa|amdgpu|miopen|rocblas|rccl|rocminfo|cuda|libcudnn|nvidia|libnvidia)"
+    r"[\w.+-]* : (?:Depends|Pre-Depends|Conflicts|Breaks): ",
+    r"\b(?:hipcc|hipconfig|rocm_agent_enumerator|rocminfo|rocm-smi|amd-smi|nvcc|nvidia-smi)"
+    r"(?:: not found|: command not found|: No such file or directory)",
 )
 
 # Entries whose cause is a family of causes (a kernel bug, a collective that failed, an

@@ -319,6 +319,25 @@ TORCH_MESSAGES: tuple[KnownMessage, ...] = (
         "nvidia-driver", CUDA_WSL, commands=("ldconfig -p | grep -E 'libcudnn|libcuda'",),
         yields_to=("libcuda-missing",), threads=5),
     KnownMessage(
+        # cuDNN 8 on Windows: its main DLL (cudnn64_8.dll) loads its parts by name from the
+        # DLL search path. torch's own copies are preloaded by torch/__init__.py
+        # (_load_dll_libraries: glob.glob(os.path.join(th_dll_path, "*.dll"))), and glob reads
+        # [ and ] in that folder's path as a pattern, so nothing is preloaded there.
+        "cudnn-dll-not-found", "Could not locate cudnn_*64_N.dll (Windows)", "error",
+        (r"Could not (?:locate|load library) cudnn\w*64_\d+\.dll",),
+        "cuDNN's main DLL was loaded, but one of its parts (a cudnn_*64_N.dll beside it) was "
+        "not found on the DLL search path: a cudnn64_N.dll copied on its own (into the CUDA "
+        "toolkit's bin folder, or another folder on PATH) is loaded first without its parts, "
+        "or the folder torch is installed in has [ or ] in its path, where torch's own copy "
+        "is never preloaded (torch/__init__.py finds torch\\lib\\*.dll with glob, which "
+        "reads brackets as a pattern; stable-diffusion-webui-forge issue 2798).",
+        "Let torch load the cuDNN its wheel bundles: delete the cudnn*.dll files copied on "
+        "their own into other folders on PATH (or install that whole cuDNN release, every "
+        "DLL, not one file), and move or rename the program's folder so its path has no [ "
+        "or ].",
+        None, "https://github.com/pytorch/pytorch/blob/main/torch/__init__.py",
+        commands=("where cudnn64_*.dll",), threads=2),
+    KnownMessage(
         "rocm-library-missing", "libamdhip64 / libhsa-runtime64: cannot open shared object",
         "error",
         (r"lib(?:amdhip64|hsa-runtime64|rocblas|MIOpen|hipblas|rocm_smi64|hiprtc)\.so[.\d]*: "
