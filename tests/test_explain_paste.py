@@ -163,3 +163,12 @@ def test_the_stacks_own_packages_and_programs_are_gpu_stack_errors(line: str,
     from rocmdoctor.explain import diagnose
     result = diagnose("The following packages have unmet dependencies:\n" + line + "\n")
     assert result.verdict == verdict, (line, result.explanations)
+
+
+def test_a_capability_written_as_sm_digits_is_major_and_minor() -> None:
+    """"CUDA capability sm_86" is 8.6 and "sm_120" is 12.0, read the same as "8.6"."""
+    assert read_facts("NVIDIA GeForce RTX 3090 with CUDA capability sm_86 is not compatible"
+                      ).values("capability") == ("8.6",)
+    assert read_facts("GPU with CUDA capability sm_120 is not compatible").values(
+        "capability") == ("12.0",)
+    assert read_facts("compute capability: 7.5").values("capability") == ("7.5",)

@@ -6,6 +6,10 @@ each gets."""
 
 from __future__ import annotations
 
+from typing import Optional
+
+import pytest
+
 from rocmdoctor.explain import explain_text
 from rocmdoctor.explain.targets import newest_known
 from tests.helpers import fixture_text
@@ -232,3 +236,38 @@ def test_pytorch_holding_four_fifths_of_the_gpu_is_a_workload_too_big() -> None:
         held.replace("21.65", "19.19"),)  # 80.0 % of the card: the edge itself
     less = only(text.replace("21.65 GiB is allocated", "9.65 GiB is allocated"))
     assert not any("PyTorch itself holds" in n for n in less[5]), less[5]
+
+
+@pytest.mark.parametrize(("code", "message", "keys", "note"), [
+    ("803", "system has unsupported display driver / cuda driver combination",
+     ["cuda-getdevicecount"], "Error 803 (system has unsupported display driver / cuda driver "
+     "combination): the display driver and the CUDA driver versions differ: reboot after a "
+     "driver update, or remove a forward-compatibility package that does not match."),
+    ("100", "no CUDA-capable device is detected", ["cuda-getdevicecount", "cuda-no-device"],
+     "Error 100 (no CUDA-capable device is detected): no CUDA-capable device was detected."),
+    ("999", "unknown error", ["cuda-getdevicecount"], "Error 999 (unknown error)."),
+    ("804", "forward compatibility was attempted on non supported HW",
+     ["cuda-forward-compat-unsupported"], None),
+    ("802", "system not yet initialized", ["cuda-fabric-manager"], None),
+])
+def test_cudagetdevicecounts_code_is_named_with_its_meaning(code: str, message: str,
+                                                           keys: list[str],
+                                                           note: Optional[str]) -> None:
+    """The code cudaGetDeviceCount() failed with, with what it means where the codes list has
+    it; 802 and 804 are their own entries' (the generic one yields to them)."""
+    text = paste("fresh-cuda-803--easydiffusion-gtx1070-needs-recent-driver.txt").replace(
+        "Error 803: system has unsupported display driver / cuda driver combination",
+        f"Error {code}: {message}")
+    found = explain_text(text)
+    assert [e.key for e in found] == keys
+    assert found[0].notes == ((note,) if note else ())
+
+
+def test_bitsandbytes_without_a_gpu_build_doubts_rocms_fix_where_the_text_shows_no_stack() -> None:
+    line = "UserWarning: The installed version of bitsandbytes was compiled without GPU support.\n"
+    entry = ENTRY["bitsandbytes-no-gpu-build"]
+    assert only(line) == ("bitsandbytes-no-gpu-build", "possible", "host", entry.fix,
+                          entry.commands, ("Possible: the text shows neither ROCm nor CUDA; the "
+                                           "fix below is ROCm's.",))
+    rocm = only(line + "torch 2.3.0+rocm6.0\n")
+    assert rocm[1] == "likely" and rocm[5] == ()

@@ -209,15 +209,13 @@ def _driver_found(entry: KnownMessage, s: Situation, ctx: Context) -> None:
             return
 
 
+# What cudaGetDeviceCount's error codes mean. 802 and 804 have entries of their own
+# (cuda-fabric-manager, cuda-forward-compat-unsupported), which this one yields to.
 _CUDA_CODES = {
     100: "no CUDA-capable device was detected",
     101: "an invalid device ordinal (a mask or index names a GPU that does not exist)",
-    802: "the system is not ready: a required driver daemon is not running (on NVSwitch "
-         "systems, nvidia-fabricmanager)",
     803: "the display driver and the CUDA driver versions differ: reboot after a driver "
          "update, or remove a forward-compatibility package that does not match",
-    804: "forward compatibility was set up, but the visible GPU does not support it: remove "
-         "the compatibility libraries or show only supported GPUs",
 }
 
 
@@ -228,8 +226,6 @@ def _cuda_code(entry: KnownMessage, s: Situation, ctx: Context) -> None:
     meaning = None if entry.key.startswith("hip") else _CUDA_CODES.get(int(m.group(1)))
     ctx.notes.append(f"Error {m.group(1)} ({m.group(2).strip()})" + (f": {meaning}." if meaning
                                                                       else "."))
-    if m.group(1) == "802":
-        ctx.commands.append("systemctl status nvidia-fabricmanager")
 
 
 def _masks(entry: KnownMessage, s: Situation, ctx: Context) -> None:
