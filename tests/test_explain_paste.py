@@ -3,6 +3,8 @@ pastes in, every fact they state asserted with its line; arbitrary text never ra
 
 from __future__ import annotations
 
+from typing import Optional
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -172,3 +174,29 @@ def test_a_capability_written_as_sm_digits_is_major_and_minor() -> None:
     assert read_facts("GPU with CUDA capability sm_120 is not compatible").values(
         "capability") == ("12.0",)
     assert read_facts("compute capability: 7.5").values("capability") == ("7.5",)
+
+
+@pytest.mark.parametrize(("package", "tracker", "repo"), [
+    ("triton", "triton", "triton-lang/triton"),
+    ("bitsandbytes", "bitsandbytes", "bitsandbytes-foundation/bitsandbytes"),
+    ("flash_attn", "flash-attn", "Dao-AILab/flash-attention"),
+    ("xformers", "xformers", "facebookresearch/xformers"),
+    ("deepspeed", "DeepSpeed", "deepspeedai/DeepSpeed"),
+    ("vllm", "vLLM", "vllm-project/vllm"),
+    ("numpy", None, None),
+])
+def test_an_unknown_error_raised_inside_a_gpu_library_asks_that_librarys_tracker(
+        package: str, tracker: Optional[str], repo: Optional[str]) -> None:
+    from rocmdoctor.explain import NOT_GPU, UNKNOWN_GPU, diagnose
+    text = (f'Traceback (most recent call last):\n  File "/usr/lib/python3.11/site-packages/'
+            f'{package}/core.py", line 10, in run\n    raise RuntimeError("x")\n'
+            "RuntimeError: an odd thing happened here\n")
+    result = diagnose(text)
+    if tracker is None:  # not a GPU library: the program's own error
+        assert (result.verdict, result.unknown) == (NOT_GPU, None)
+        return
+    query = "%22an+odd+thing+happened+here%22"
+    assert result.verdict == UNKNOWN_GPU and result.unknown is not None
+    assert result.unknown.searches == (
+        (tracker, f"https://github.com/{repo}/issues?q={query}"),
+        ("PyTorch", f"https://github.com/pytorch/pytorch/issues?q={query}"))

@@ -46,6 +46,12 @@ def test_our_child_scripts_run_in_the_python_the_probe_found() -> None:
     host = LiveHost()
     host.python = lambda: {"executable": "/venv/bin/python"}  # type: ignore[method-assign]
     assert host._resolve([DEEP_TOOL])[0] == "/venv/bin/python"
+    # the tool is the command's first word, whatever its arguments are; a tool's name as an
+    # argument of another command is only an argument
+    from rocmdoctor.host.live import COLLECTIVES_SCRIPT, COLLECTIVES_TOOL
+    assert host._resolve([COLLECTIVES_TOOL, "--sizes", "1"]) == [
+        "/venv/bin/python", COLLECTIVES_SCRIPT, "--sizes", "1"]
+    assert host._resolve(["echo", DEEP_TOOL]) == ["echo", DEEP_TOOL]
 
 
 def _malformed(**fields: object) -> str:

@@ -400,3 +400,30 @@ def test_interpreter_behind_a_wrapper_that_does_not_exec(tmp_path: Path) -> None
     data = run_probe(python, timeout=30)
     assert data["torch"]["error"] == "ImportError: fake"
     assert data["probe"]["returncode"] == 0
+
+
+def test_the_probe_reads_each_package_and_the_rocm_sdk_by_its_own_name(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In the probe's own process: each distribution it reports is read by its name (a
+    dist-info of each, ahead of what this Python has), and the pip-installed ROCm SDK's
+    modules are found where they are, without importing them."""
+    from rocmdoctor.host.probe_child import Probe
+    versions = {"torch": "2.9.1+rocm7.1.0", "torchvision": "0.24.1+rocm7.1.0",
+                "torchaudio": "2.9.1+rocm7.1.0", "triton": "3.5.1",
+                "pytorch-triton-rocm": "3.5.1", "numpy": "2.1.2", "rocm-sdk-core": "7.1.0"}
+    for name, version in versions.items():
+        info = tmp_path / f"{name.replace('-', '_')}-{version}.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: "
+                                       f"{version}\n", encoding="utf-8")
+    for module in ("_rocm_sdk_core", "rocm_sdk"):
+        (tmp_path / module).mkdir()
+        (tmp_path / module / "__init__.py").write_text("raise SystemExit('imported')\n",
+                                                       encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    probe = Probe()
+    probe.packages()
+    assert probe.result["packages"] == versions
+    assert probe.result["rocm_sdk"] == {"_rocm_sdk_devel": None,
+                                        "_rocm_sdk_core": str(tmp_path / "_rocm_sdk_core"),
+                                        "rocm_sdk": str(tmp_path / "rocm_sdk")}
