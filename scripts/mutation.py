@@ -167,6 +167,7 @@ class CoverageMap:
     def __init__(self, work: Path) -> None:
         from coverage import CoverageData
 
+        self.work = work
         data = CoverageData(basename=str(work / ".coverage-map"))
         data.read()
         self.lines: dict[str, dict[int, set[str]]] = {}
@@ -209,15 +210,40 @@ class CoverageMap:
         return tests
 
     def import_time_tests(self, path: str, defined: frozenset[str]) -> set[str]:
-        """The tests that run a line reading what a top-level statement defines."""
+        """The tests that run a line reading what a top-level statement defines, and the
+        tests whose own body reads it (a test comparing two tables reads them itself, and
+        coverage measures the package, not the tests)."""
         key = (path, defined)
         if key not in self._import_time:
             tests: set[str] = set()
             for name in self.affected(self.module(path).affected(set(defined))):
                 for where, line in self.readers(name):
                     tests |= self.lines.get(where, {}).get(line, set())
+                tests |= self.test_readers().get(name, set())
             self._import_time[key] = tests
         return self._import_time[key]
+
+    def test_readers(self) -> dict[str, set[str]]:
+        """Name -> the tests (of the map's run: no e2e or GPU test) whose body reads it."""
+        if not hasattr(self, "_test_readers"):
+            self._test_readers: dict[str, set[str]] = {}
+            # the tests the map's run collected (a test that runs no package line has no
+            # coverage context); a map from before collected.json: the tests with one
+            listed = self.work / "collected.json"
+            ran = set(json.loads(listed.read_text(encoding="utf-8"))) if listed.exists() else {
+                t for by_line in self.lines.values() for ts in by_line.values() for t in ts}
+            for path in sorted((ROOT / "tests").glob("test_*.py")):
+                tree = ast.parse(path.read_text(encoding="utf-8"))
+                for node in tree.body:
+                    if isinstance(node, ast.FunctionDef) and node.name.startswith("test"):
+                        test = f"tests/{path.name}::{node.name}"
+                        if test not in ran:
+                            continue
+                        for sub in ast.walk(node):
+                            name = _read_name(sub)
+                            if name:
+                                self._test_readers.setdefault(name, set()).add(test)
+        return self._test_readers
 
     def affected(self, names: set[str]) -> set[str]:
         """The names built at import from these, in any module (KNOWN_MESSAGES from
@@ -346,6 +372,11 @@ def build_map(work: Path) -> None:
             test = m.group(2).split("[")[0]
             durations[test] = durations.get(test, 0.0) + float(m.group(1))
     (work / "durations.json").write_text(json.dumps(durations), encoding="utf-8")
+    collect = subprocess.run([sys.executable, *PYTEST[:-2], "-m", "not gpu and not e2e",
+                              "--collect-only"], cwd=work, env=env, capture_output=True,
+                             text=True)
+    collected = sorted({ln.split("[")[0] for ln in collect.stdout.splitlines() if "::" in ln})
+    (work / "collected.json").write_text(json.dumps(collected), encoding="utf-8")
     print(done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr[-2000:])
 
 

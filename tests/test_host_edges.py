@@ -5,6 +5,7 @@ child scripts."""
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -95,3 +96,33 @@ def test_a_malformed_snapshot_names_the_field_and_value_cut_at_their_edges() -> 
     assert _malformed(platform__kernel_release=n31) == (
         "malformed snapshot: platform.kernel_release must be a string, not the number "
         f"{str(n31)[:27]}... (s.json)")
+
+
+def test_a_snapshot_is_read_up_to_256_mib_once_decompressed_and_refused_past_it(
+        tmp_path: Path) -> None:
+    """A real snapshot padded with JSON whitespace to exactly 256 MiB loads; one byte more is
+    refused with its one line, before it is parsed."""
+    import gzip
+    import json
+
+    from rocmdoctor.host.snapshot import SnapshotError, load_snapshot
+    from tests.helpers import make_snapshot
+    body = json.dumps(make_snapshot()).encode("utf-8")
+    limit = 256 * 1024 * 1024
+
+    def padded(name: str, size: int) -> str:
+        path = tmp_path / name
+        with gzip.open(path, "wb", compresslevel=1) as gz:
+            gz.write(body)
+            left, chunk = size - len(body), b" " * (1 << 20)
+            while left > 0:
+                gz.write(chunk[:left])
+                left -= len(chunk)
+        return str(path)
+
+    assert load_snapshot(padded("edge.json.gz", limit)) == json.loads(body)
+    over = padded("over.json.gz", limit + 1)
+    with pytest.raises(SnapshotError) as err:
+        load_snapshot(over)
+    assert str(err.value) == (f"{over} is larger than 256 MiB once decompressed; a snapshot "
+                              "is a few MiB, so it is refused")

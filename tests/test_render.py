@@ -190,3 +190,25 @@ def test_the_header_line_is_bold() -> None:
         CheckResult("kfd-access", "KFD access", Status.PASS, "ok"),))
     lines = render_lines(report)
     assert (lines[0].plain, lines[0].style) == ("rocmdoctor 0.1.0 · platform: rocm", "bold")
+
+
+def test_colours_of_the_marks_headings_and_commands() -> None:
+    """In colour: each mark in its colour (a skip dim), headings bold, commands cyan, the
+    wrapped rest of a fix plain."""
+    assert render_terminal(REPORT, color=True) == (
+        "\x1b[1mrocmdoctor 0.1.0 · platform: rocm\x1b[0m\n\n"
+        "\x1b[32m[✓]\x1b[0m os-release  Ubuntu 22.04.5 LTS\n"
+        "\x1b[31m[✗]\x1b[0m kfd-access  alice cannot open /dev/kfd (group render, mode 0660)\n"
+        "\x1b[33m[!]\x1b[0m debug-env   HIP_LAUNCH_BLOCKING set: GPU work runs slower\n"
+        "\x1b[2m[-]\x1b[0m perf-level  no AMD GPU\n"
+        "\x1b[35m[E]\x1b[0m gpu-agents  rocminfo did not answer within 10 s\n\n"
+        "\x1b[1mHow to fix (in this order):\x1b[0m\n"
+        "\x1b[1m  1. kfd-access: Add your user to the render and video groups, then log in "
+        "again. (needs root, then\x1b[0m\n"
+        "     log in again)\n"
+        "\x1b[36m       $ sudo usermod -aG render,video $USER\x1b[0m\n"
+        "\x1b[1m  2. debug-env: Unset it.\x1b[0m\n"
+        "\x1b[36m       $ unset HIP_LAUNCH_BLOCKING\x1b[0m\n"
+        "\x1b[1m  3. gpu-agents: no fix is known; this shows what it found:\x1b[0m\n"
+        "\x1b[36m       $ rocmdoctor check -v --only gpu-agents\x1b[0m\n\n"
+        "\x1b[1m1 passed, 1 warning, 1 failed, 1 skipped, 1 error\x1b[0m\n")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 from typing import Any, Optional
 
 import pytest
@@ -243,3 +244,25 @@ def test_a_tune_concludes_only_from_measurements(failure: Optional[str], confirm
         failure=Failure(failure, "stopped", "why") if failure else None,
         confirmation=Confirmation(confirmation))
     assert TuneResult.concluded.fget(fields) is concluded  # type: ignore[attr-defined]
+
+
+def test_a_trial_keeps_every_figure_of_a_real_bench_result() -> None:
+    """`rocmdoctor bench --json` of ResNet-50 with a 16-worker loader on an H200
+    (docs/data/bench-data-resnet50-h200-2026-12-02-w16.json), kept whole."""
+    result = json.loads(Path("docs/data/bench-data-resnet50-h200-2026-12-02-w16.json")
+                        .read_text(encoding="utf-8"))
+    assert metrics_of(result) == {
+        "loader": {"num_workers": 16, "persistent_workers": True, "pin_memory": True},
+        "input_share": 0.050312214731712754, "input_verdict": "compute-bound",
+        "throughput": 4015.2746196204444, "p10": 2733.8728509512366, "p90": 4169.263023223431,
+        "cv": 0.16479695697215938, "unit": "images", "memory_bytes": 6912212992,
+        "memory_kind": "device peak reserved", "energy_per_sample_j": 0.14327625000000807,
+        "units_per_sample": 1, "optimizer_class": "torch.optim.SGD",
+        "first_step_s": 3.7363257800000156,
+        "windows": [3927.1852534207965, 3936.2984565970587, 3026.3809142897953,
+                    3546.3939409211707, 3401.5867619092614],
+        "unsupported": {}, "visible_devices": {}}
+    # without a device's memory figure, the host's peak RSS is kept and named so
+    del result["metrics"]["memory"]["peak_reserved_bytes"]
+    kept = metrics_of(result)
+    assert (kept["memory_bytes"], kept["memory_kind"]) == (5783068672, "host peak RSS")
