@@ -331,3 +331,18 @@ def test_lines_before_the_launchers_result_are_passed_over() -> None:
                                        "Setting OMP_NUM_THREADS to 1\n"
                                        + data["commands"][key]["stdout"])
     assert _run(SnapshotHost(data)) == _replay()
+
+
+def test_the_launcher_times_the_sizes_the_docs_name_by_default(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/checks.md: all-reduces of 1, 8, 64 and 256 MiB; `--sizes` replaces them."""
+    from rocmdoctor.host import collectives_launch
+    asked: list[tuple[Any, ...]] = []
+    monkeypatch.setattr(collectives_launch, "launch",
+                        lambda *args: asked.append(args) or {"ok": True})
+    assert collectives_launch.main(["--nprocs", "2"]) == 0
+    assert collectives_launch.main(["--nprocs", "1", "--backend", "gloo", "--sizes", "4096,"]) == 0
+    mib = 1024 * 1024
+    assert asked == [(2, "nccl", 60.0, (mib, 8 * mib, 64 * mib, 256 * mib)),
+                     (1, "gloo", 60.0, (4096,))]
+    assert capsys.readouterr().out == '{"ok": true}\n{"ok": true}\n'

@@ -427,3 +427,28 @@ def test_the_probe_reads_each_package_and_the_rocm_sdk_by_its_own_name(
     assert probe.result["rocm_sdk"] == {"_rocm_sdk_devel": None,
                                         "_rocm_sdk_core": str(tmp_path / "_rocm_sdk_core"),
                                         "rocm_sdk": str(tmp_path / "rocm_sdk")}
+
+
+def test_every_stage_the_probe_child_marks_has_its_words() -> None:
+    """A crash or a hang is described by the last stage the child marked: each stage it marks
+    (read from its source) has a description of its own, not the fallback."""
+    import ast
+
+    from rocmdoctor.host import probe_child
+    from rocmdoctor.host.probe import describe_stage
+    tree = ast.parse(Path(probe_child.__file__).read_text(encoding="utf-8"))
+    marked = {node.args[0].value for node in ast.walk(tree)
+              if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "mark"
+              and node.args and isinstance(node.args[0], ast.Constant)}
+    assert marked == {"packages", "import", "info", "init", "devices", "done"}
+    said = {stage: describe_stage(stage) for stage in sorted(marked | {"start"})}
+    assert said == {
+        "devices": "while reading the device properties",
+        "done": "after reporting its result",
+        "import": "while importing torch",
+        "info": "while reading torch's build information",
+        "init": "while initialising the GPU runtime (torch.cuda.is_available)",
+        "packages": "while reading package versions",
+        "start": "before reading anything"}
+    assert describe_stage("smoke:1") == "while running the smoke test on device 1"
+    assert describe_stage(None) == describe_stage("later") == "before reporting anything"
