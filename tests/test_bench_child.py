@@ -268,7 +268,7 @@ def test_worker_itself_rejects_unknown_settings() -> None:
 def test_missing_python_is_an_error() -> None:
     outcome = run_bench_child(TINY, python="/nonexistent/python3")
     assert outcome.state == "error"
-    assert outcome.message.startswith("cannot start /nonexistent/python3: ")
+    assert outcome.message == "cannot start /nonexistent/python3: No such file or directory"
 
 
 def test_the_parent_never_imports_torch() -> None:

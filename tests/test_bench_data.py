@@ -100,6 +100,23 @@ def test_the_random_resized_crop_stays_inside_the_image() -> None:
         assert ch > 0 and cw > 0
 
 
+def test_the_random_resized_crop_draws_torchvisions_areas_and_aspect_ratios() -> None:
+    """RandomResizedCrop's defaults: 8 to 100 % of the image, aspect 3/4 to 4/3 (within one
+    pixel's rounding); where ten draws do not fit, the centre crop at the nearest ratio."""
+    rng = random.Random(2)
+    shares, ratios = [], []
+    for _ in range(2000):
+        top, left, h, w = crop_box(375, 500, rng)
+        shares.append(h * w / (375 * 500))
+        ratios.append(w / h)
+    assert 0.075 < min(shares) < 0.1 and 0.95 < max(shares) <= 1.0
+    assert all(0.74 < r < 1.35 for r in ratios)
+    assert min(ratios) < 0.78 and max(ratios) > 1.29
+    # a strip far wider than 4/3 (or taller than 3/4): the centre crop at that ratio
+    assert crop_box(10, 700, random.Random(0)) == (0, 343, 10, 13)
+    assert crop_box(700, 10, random.Random(0)) == (343, 0, 13, 10)
+
+
 def test_loader_settings_drop_what_acts_only_with_workers() -> None:
     none = LoaderSettings.of({"persistent_workers": True, "prefetch_factor": 4})
     assert none.dataloader_args() == {"num_workers": 0, "pin_memory": False}

@@ -30,3 +30,13 @@ def test_encoder_block_adds_attention_then_mlp_to_its_input() -> None:
         mid = x + y
         expected = mid + block.mlp(block.ln_2(mid))
         assert torch.allclose(block(x), expected)
+
+
+def test_a_time_or_rate_setting_is_a_number_not_below_zero() -> None:
+    from rocmdoctor.tuners.bench.spec import settings_problems
+    assert settings_problems({"power_hz": 10, "min_warmup_s": 2.5, "cpu_time_s": 0.0}) == []
+    assert settings_problems({"power_hz": -0.5, "min_warmup_s": True,
+                              "cpu_time_s": "3"}) == [
+        "setting 'power_hz' must be float, not -0.5",
+        "setting 'min_warmup_s' must be float, not True",
+        "setting 'cpu_time_s' must be float, not '3'"]

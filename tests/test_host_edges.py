@@ -126,3 +126,29 @@ def test_a_snapshot_is_read_up_to_256_mib_once_decompressed_and_refused_past_it(
         load_snapshot(over)
     assert str(err.value) == (f"{over} is larger than 256 MiB once decompressed; a snapshot "
                               "is a few MiB, so it is refused")
+
+
+def test_a_tagged_child_that_has_exited_is_not_among_the_live_ones() -> None:
+    """A tagged process that exited but was not waited for yet (a zombie) is not live: only
+    running ones are reaped and counted as survivors."""
+    import os
+    import subprocess
+    import time
+
+    import psutil
+
+    from rocmdoctor.host.process import TAG_ENV, tagged
+    tag = f"zombie-test-{os.getpid()}"
+    env = dict(os.environ, **{TAG_ENV: tag})
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"], env=env)
+    quick = subprocess.Popen([sys.executable, "-c", "pass"], env=env)
+    try:
+        deadline = time.monotonic() + 20
+        while psutil.Process(quick.pid).status() != psutil.STATUS_ZOMBIE:
+            assert time.monotonic() < deadline, "the child did not exit"
+            time.sleep(0.05)
+        assert [p.pid for p in tagged(tag)] == [sleeper.pid]
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+        quick.wait()

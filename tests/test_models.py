@@ -109,3 +109,15 @@ def test_against_torchvision_where_it_imports() -> None:
         x = torch.randn(1, 3, 224, 224)
         with torch.no_grad():
             torch.testing.assert_close(a(x), b(x))
+
+
+def test_the_vit_encoder_adds_the_position_embedding_before_its_layers() -> None:
+    """On real tensors: with no layers, torchvision's Encoder is LayerNorm(x + position)."""
+    torch.manual_seed(0)
+    encoder = models.Encoder(seq_length=5, num_layers=0, num_heads=1, hidden_dim=8,
+                             mlp_dim=16)
+    x = torch.randn(2, 5, 8)
+    want = torch.nn.functional.layer_norm(x + encoder.pos_embedding, (8,), eps=1e-6)
+    assert torch.allclose(encoder(x), want, atol=1e-6)
+    assert not torch.allclose(encoder(x), torch.nn.functional.layer_norm(x, (8,), eps=1e-6),
+                              atol=1e-3)

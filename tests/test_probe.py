@@ -104,6 +104,16 @@ def test_output_of_a_program_that_is_not_python() -> None:
         "probe": {"returncode": 0, "timed_out": False, "duration_s": 0.0, "timeout_s": 60,
                   "stage": None, "not_python": True},
     }
+    # stdout's last line when stderr is blank; nothing at all said so
+    said = interpret("/x/python", CommandResult(returncode=3, stdout="hello\n", stderr=" \n"),
+                     60)["torch"]["error"]
+    assert said.endswith("exited with status 3 without one line of the probe's output; its "
+                         "last line: hello")
+    silent = interpret("/x/python", CommandResult(returncode=0, stdout="", stderr=""),
+                       60)["torch"]["error"]
+    assert silent == ("/x/python is not a Python interpreter: it ran the probe script and "
+                      "exited with status 0 without one line of the probe's output; it "
+                      "printed nothing")
 
 
 def test_a_python_that_reported_progress_but_no_result() -> None:

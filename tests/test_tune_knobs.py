@@ -282,3 +282,29 @@ def test_merging_an_allocator_option_keeps_bracketed_lists_whole() -> None:
         "max_split_size_mb:128,roundup_power2_divisions:4")
     assert rules.merge_alloc(" max_split_size_mb : 64 ,", "max_split_size_mb:512") == (
         "max_split_size_mb:512")
+
+
+def test_every_variable_a_knob_sets_is_documented_with_its_values() -> None:
+    """docs/tune.md's row of each environment knob names each variable it sets and each value
+    it tries (`TORCH_NCCL_HIGH_PRIORITY=1`, `NCCL_MIN_NCHANNELS` 16 or 32), so the docs and
+    the search agree."""
+    import re
+    from pathlib import Path
+
+    from rocmdoctor.tuners.knobs import ENV, KNOBS
+    rows = {}
+    for line in Path("docs/tune.md").read_text(encoding="utf-8").splitlines():
+        m = re.match(r"\| `(\w+)` \| (.*?) \| (.*?) \| (.*?) \|$", line)
+        if m:
+            rows[m.group(1)] = m.group(2)
+    missing = []
+    for knob in KNOBS:
+        if knob.kind != ENV or knob.test_only:
+            continue
+        row = rows.get(knob.name, "")
+        for _, env in knob.choices:
+            for var, value in (env or {}).items():
+                said = re.search(r"(?<![\w.])" + re.escape(str(value)) + r"(?![\w.])", row)
+                if var not in row or not said:
+                    missing.append((knob.name, var, value))
+    assert missing == []
