@@ -253,3 +253,20 @@ def test_signal_module_is_left_as_it_was() -> None:
     with interrupts_end_the_run():
         assert signal.getsignal(signal.SIGINT) is not before
     assert signal.getsignal(signal.SIGINT) is before
+
+
+def test_the_tests_tiny_plan_has_every_setting_of_the_full_one() -> None:
+    """The suite's tiny sizes (ROCMDOCTOR_DEEP_CPU) replace the full ones setting by setting:
+    the same keys at every level, each a positive number."""
+    from rocmdoctor.host.deep_child import FULL, TINY
+
+    def shape(plan: dict[str, Any]) -> dict[str, Any]:
+        return {k: shape(v) if isinstance(v, dict) else type(v).__name__
+                for k, v in plan.items()}
+
+    assert shape(TINY) == shape(FULL)
+    for plan in (FULL, TINY):
+        for key in ("plan", "slow", "host_plan", "launch"):
+            assert set(plan[key]) == {"warmup", "repeats", "iters"}
+            assert all(isinstance(v, int) and v > 0 for v in plan[key].values())
+        assert plan["plan"]["repeats"] >= 3 and plan["slow"]["repeats"] >= 3
