@@ -271,3 +271,15 @@ def test_bitsandbytes_without_a_gpu_build_doubts_rocms_fix_where_the_text_shows_
                                            "fix below is ROCm's.",))
     rocm = only(line + "torch 2.3.0+rocm6.0\n")
     assert rocm[1] == "likely" and rocm[5] == ()
+
+
+def test_torch_seeing_no_gpu_is_answered_with_the_checks_and_stands_back_for_a_cause() -> None:
+    """`print(torch.cuda.is_available())` then `False` (as pasted in ROCm/hip issue 3465), or
+    collect_env's "Is CUDA available: False", alone: the checks that tell why; beside a message
+    that names the cause, that message's answer alone."""
+    entry = ENTRY["torch-no-gpu"]
+    asked = '$ python -c "import torch; print(torch.cuda.is_available())"\nFalse\n'
+    for text in (asked, "Is CUDA available: False\n"):
+        assert only(text) == ("torch-no-gpu", "likely", "host", entry.fix, entry.commands, ())
+    assert [e.key for e in explain_text(asked + "RuntimeError: No HIP GPUs are available\n")
+            ] == ["hip-no-gpus-available"]

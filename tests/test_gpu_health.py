@@ -97,6 +97,23 @@ def test_uncorrectable_errors_and_a_remapping_failure_fail() -> None:
                          "Failure Occurred: Yes") in got.findings
 
 
+def test_a_page_retirement_and_a_reset_waiting_are_hints() -> None:
+    """A pre-Ampere card retires pages instead of remapping rows: "Pending Page Blacklist: Yes"
+    in its Retired Pages section (and GPU Reset Status) waits for a GPU reset."""
+    text = fixture_text(A100)
+    gpu = text.index("GPU 00000000:C2:00.0")
+    section = text[gpu:].replace("Pending Page Blacklist            : N/A",
+                                 "Pending Page Blacklist            : Yes", 1)
+    snap = make_snapshot(paths={"/dev/nvidiactl": char_dev("root", "0666")},
+                         commands={"nvidia-smi -q": text[:gpu] + section})
+    got = run(SnapshotHost(snap, strict=True, absent=ABSENT))
+    assert Finding.hint("GPU 0000:c2:00.0 NVIDIA A100-SXM4-80GB: Retired Pages: Pending Page "
+                        "Blacklist: Yes: a page retirement waits for a GPU reset") in got.findings
+    assert not any("Pending Page Blacklist" in f.text for f in run(SnapshotHost(
+        make_snapshot(paths={"/dev/nvidiactl": char_dev("root", "0666")},
+                      commands={"nvidia-smi -q": text}), strict=True, absent=ABSENT)).findings)
+
+
 def test_without_nvidia_smi_it_skips() -> None:
     assert run(nvidia(None)) == CHECK.skipped(
         "nvidia-smi is not installed (it reports ECC and row remapping)")
