@@ -12,6 +12,7 @@ import re
 from dataclasses import replace
 from typing import Any, Optional
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -410,3 +411,24 @@ def test_origins() -> None:
     sdk = interpret(CommandResult(0, child({"hip": f"{SITE}/_rocm_sdk_core/lib/libamdhip64.so.7"},
                                            sdk=(f"{SITE}/_rocm_sdk_core/lib",))["stdout"]))
     assert sdk.library("hip").origin == SDK  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(("os_release", "command"), [
+    ('ID=ubuntu\nID_LIKE=debian\n', "dpkg -S"),
+    ('ID=debian\n', "dpkg -S"),
+    ('ID=fedora\n', "rpm -qf"),
+    ('ID="rhel"\nID_LIKE="fedora"\n', "rpm -qf"),
+    ('ID="rocky"\nID_LIKE="rhel centos fedora"\n', "rpm -qf"),
+    ('ID="opensuse-leap"\nID_LIKE="suse opensuse"\n', "rpm -qf"),
+    ('ID="opensuse-tumbleweed"\nID_LIKE="opensuse suse"\n', "rpm -qf"),
+    ('ID="sles"\nID_LIKE="suse"\n', "rpm -qf"),
+    ('ID="sle-micro"\nID_LIKE="suse"\n', "rpm -qf"),
+    ('ID=arch\n', "pacman -Qo"),
+    ('ID=manjaro\nID_LIKE=arch\n', "pacman -Qo"),
+    ('ID=alpine\n', None),
+])
+def test_the_package_owner_command_follows_the_distribution_family(
+        os_release: str, command: Optional[str]) -> None:
+    from rocmdoctor.checks.rocm_libraries import _owner_command
+    h = SnapshotHost(make_snapshot(files={"/etc/os-release": os_release}))
+    assert _owner_command(h) == command
