@@ -200,3 +200,89 @@ def test_an_unknown_error_raised_inside_a_gpu_library_asks_that_librarys_tracker
     assert result.unknown.searches == (
         (tracker, f"https://github.com/{repo}/issues?q={query}"),
         ("PyTorch", f"https://github.com/pytorch/pytorch/issues?q={query}"))
+
+
+NO_BINARY_LINE = "hipErrorNoBinaryForGpu: Unable to find code object for all current devices!\n"
+
+
+@pytest.mark.parametrize(("text", "keys"), [
+    # set for the one command that reproduces the error: a debugging run, not the answer
+    ("HIP_LAUNCH_BLOCKING=1 AMD_LOG_LEVEL=3 python repro.py\n" + NO_BINARY_LINE,
+     ["no-binary-for-gpu"]),
+    # exported (or set in Python) to stay: a setting left on, answered beside the error
+    ("export HIP_LAUNCH_BLOCKING=1\n" + NO_BINARY_LINE,
+     ["left-on-hip-launch-blocking", "no-binary-for-gpu"]),
+    ("os.environ['AMD_LOG_LEVEL'] = '4'\n" + NO_BINARY_LINE,
+     ["left-on-amd-log-level", "no-binary-for-gpu"]),
+    # no error in the text: the variable is all there is to answer
+    ("AMD_LOG_LEVEL=4 python train.py\n", ["left-on-amd-log-level"]),
+])
+def test_a_debugging_variable_set_for_the_failing_run_is_not_the_answer(
+        text: str, keys: list[str]) -> None:
+    from rocmdoctor.explain import explain_text
+    assert [e.key for e in explain_text(text)] == keys
+
+
+@pytest.mark.parametrize(("text", "verdict"), [
+    ("I am using a radeon instinct mi25, which is gfx900.\nDuring generation the display "
+     "server and the gpu crash.\n", "unknown-gpu-error"),
+    ("My RTX 3090 hangs after an hour of training.\n", "unknown-gpu-error"),
+    ("During generation the display server crashes.\n", "not-gpu"),  # no GPU stack named
+    ("On my RTX 3090 it crashes:\nValueError: bad shape (3, 4)\n", "not-gpu"),  # its own error
+])
+def test_a_gpu_failure_told_in_words_is_an_unknown_gpu_error(text: str, verdict: str) -> None:
+    from rocmdoctor.explain import diagnose
+    assert diagnose(text).verdict == verdict
+
+
+@pytest.mark.parametrize(("line", "verdict"), [
+    ("CMake Error at cmake/FindROCM.cmake:43 (message):", "unknown-gpu-error"),
+    ("CMake Error at /usr/share/cmake/Modules/FindCUDAToolkit.cmake:12 (message):",
+     "unknown-gpu-error"),
+    ("CMake Error at cmake/FindBoost.cmake:43 (message):", "not-gpu"),
+])
+def test_cmake_failing_to_find_the_gpu_stack_is_a_gpu_stack_error(line: str,
+                                                                  verdict: str) -> None:
+    from rocmdoctor.explain import diagnose
+    assert diagnose(line + "\n  Not found lib/'hip_hcc'\n").verdict == verdict
+
+
+def test_nvidias_ptx_assembler_run_on_rocm_is_a_cuda_triton() -> None:
+    from rocmdoctor.explain import explain_text
+    ptxas = ("RuntimeError: Internal Triton PTX codegen error:\nptxas fatal   : Value 'sm_110' "
+             "is not defined for option 'gpu-name'\n")
+    assert [e.key for e in explain_text("ROCm Version: ROCm 6.0.0\n" + ptxas)] == [
+        "triton-cuda-on-rocm"]
+    assert "triton-cuda-on-rocm" not in [e.key for e in explain_text(
+        "CUDA Version: 12.4\n" + ptxas)]
+
+
+def test_nccl_finding_no_interface_is_that_not_an_internal_error() -> None:
+    from rocmdoctor.explain import explain_text
+    text = ("torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:2588, "
+            "internal error - please report this issue to the NCCL developers, NCCL version "
+            "2.21.5\nncclInternalError: Internal check failed.\nLast error:\n")
+    assert [e.key for e in explain_text(text)] == ["nccl-internal-error"]
+    [found] = explain_text(text + "Bootstrap : no socket interface found\n")
+    assert (found.key, found.fix.commands) == ("nccl-no-socket-interface", (
+        "ip -br addr", "echo $NCCL_SOCKET_IFNAME", "export NCCL_SOCKET_IFNAME=<interface>"))
+
+
+def test_the_gpu_of_a_capability_warning_is_named_without_the_words_before_it() -> None:
+    from rocmdoctor.explain import explain_text
+    warning = ("{}NVIDIA GeForce RTX 4090 with CUDA capability sm_89 is not compatible with the "
+               "current PyTorch installation.\n")
+    for before in ("", "UserWarning: ", "I got this info :**"):
+        [found] = explain_text(warning.format(before))
+        assert found.notes[0] == "NVIDIA GeForce RTX 4090 is sm_89.", before
+
+
+def test_no_cuda_device_under_wsl_names_the_linux_driver_that_shadows_windows() -> None:
+    from rocmdoctor.explain import explain_text
+    from rocmdoctor.kb.errors import KNOWN_MESSAGES
+    entry = next(m for m in KNOWN_MESSAGES if m.key == "cuda-no-device")
+    line = "CUDA Error CUDA_ERROR_NO_DEVICE: no CUDA-capable device is detected (cuInit)\n"
+    [linux] = explain_text(line)
+    assert (linux.fix.text, linux.fix.commands) == (entry.fix, entry.commands)
+    [wsl] = explain_text("I run it under wsl2\n" + line)
+    assert (wsl.fix.text, wsl.fix.commands) == (entry.wsl_fix, entry.wsl_commands)

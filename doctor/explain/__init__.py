@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional
 
 from rocmdoctor.explain.context import CONDITIONS, Context, Situation
+from rocmdoctor.explain.paste import PasteFacts, is_amd_paste, is_nvidia_paste
 from rocmdoctor.explain.reading import Paste, Scan, read_text
 from rocmdoctor.explain.render import render_explanations, render_not_known
 from rocmdoctor.explain.secrets import REDACTED, redact
@@ -124,7 +125,7 @@ def diagnose_paste(paste: Paste, host: Optional[Host] = None) -> Diagnosis:
         if hit is None or not all(situation.holds(r) for r in entry.requires):
             continue
         found.append((hit[0], entry, hit[1]))
-    found = _roots(found)
+    found = _debugging_runs(_roots(found), text)
     found.sort(key=lambda f: f[0])
     explanations = [_explain(entry, line, paste.line_number(text.count("\n", 0, start) + 1),
                              situation) for start, entry, line in found]
@@ -133,6 +134,8 @@ def diagnose_paste(paste: Paste, host: Optional[Host] = None) -> Diagnosis:
     gpu_line = _gpu_error_line(text)
     if gpu_line is None and gpu_library_frame(situation.facts):
         gpu_line = _program_error_line(text)
+    if gpu_line is None and _program_error_line(text) is None:
+        gpu_line = _gpu_failure_told(text, situation.facts)
     if gpu_line is not None:
         line, index = gpu_line
         number = paste.line_number(index)
@@ -155,6 +158,29 @@ def _roots(found: list[tuple[int, KnownMessage, str]]) -> list[tuple[int, KnownM
         if "*" in entry.yields_to and specific - {entry.key}:
             continue
         if entry.key in KERNEL_FALLBACK_KEYS and start in kernel_lines:
+            continue
+        kept.append((start, entry, line))
+    return kept
+
+
+# A variable made to stay: exported, set for Windows, in a Dockerfile, compose file or Python.
+_PERSISTED = r"(?:\bexport\s+|\bsetx?\s+|\bENV\s+|os\.environ\W{{1,3}}|^\s*-\s*){var}\b"
+
+
+def _debugging_runs(found: list[tuple[int, KnownMessage, str]],
+                    text: str) -> list[tuple[int, KnownMessage, str]]:
+    """A debugging variable (HIP_LAUNCH_BLOCKING, AMD_LOG_LEVEL) set only for the command
+    that reproduces an error, or named as how to get the log, is that debugging run: where
+    the text shows the error, it is not a setting left on, and not the answer. One exported
+    or set to stay is answered as before."""
+    failing = any(entry.kind != "harmful" for _, entry, _ in found) or \
+        _gpu_error_line(text) is not None
+    if not failing:
+        return found
+    kept = []
+    for start, entry, line in found:
+        if entry.kind == "harmful" and entry.variable and not re.search(
+                _PERSISTED.format(var=re.escape(entry.variable)), text, re.MULTILINE):
             continue
         kept.append((start, entry, line))
     return kept
@@ -247,6 +273,23 @@ def _gpu_error_line(text: str) -> Optional[tuple[str, int]]:
             r"torch[/\\](?:cuda|distributed)[/\\]", frames[-1][1]) \
             and not _program_error_line(text):
         return _clip(frames[-1][1].strip()), frames[-1][0] + 1
+    return None
+
+
+_FAILURE_TOLD = re.compile(r"\b(?:crash(?:es|ed)?|hangs?|hung|freez(?:es|ing)|froze|"
+                           r"time[ds]? ?out|timeout|fault)\b", re.IGNORECASE)
+
+
+def _gpu_failure_told(text: str, facts: PasteFacts) -> Optional[tuple[str, int]]:
+    """A report that tells of a GPU failing in words (a crash, a hang, a timeout) with no
+    error line of its own, where the text is about a GPU stack (a gfx or sm target, a GPU's
+    name, ROCm or CUDA): an unknown GPU error, not a program's; the last line telling it."""
+    if not (is_amd_paste(facts) or is_nvidia_paste(facts)):
+        return None
+    lines = text.splitlines()
+    for index in range(len(lines) - 1, -1, -1):
+        if _FAILURE_TOLD.search(lines[index]):
+            return _clip(lines[index].strip()), index + 1
     return None
 
 

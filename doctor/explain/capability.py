@@ -99,7 +99,10 @@ def _cuda_capability(entry: KnownMessage, s: Situation, ctx: Context) -> None:
     if gpu is None:
         return
     sm = int(gpu.group(2))
-    ctx.notes.append(f"{gpu.group(1).strip()} is sm_{sm}"
+    # torch's warning starts with the device's name; a paste may have words before it on the
+    # line ("UserWarning: ", "I got this info :**"): the name is what follows the last of them
+    name = re.split(r"[:*`\"']+\s*", gpu.group(1))[-1].strip() or gpu.group(1).strip()
+    ctx.notes.append(f"{name} is sm_{sm}"
                      + (f"; this torch has code for {listed.group(1).strip()}." if listed
                         else "."))
     capability = f"{sm // 10}.{sm % 10}"

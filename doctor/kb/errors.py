@@ -89,6 +89,8 @@ GPU_ERROR_SHAPES: tuple[str, ...] = (
     r"[\w.+-]* : (?:Depends|Pre-Depends|Conflicts|Breaks): ",
     r"\b(?:hipcc|hipconfig|rocm_agent_enumerator|rocminfo|rocm-smi|amd-smi|nvcc|nvidia-smi)"
     r"(?:: not found|: command not found|: No such file or directory)",
+    # CMake failing in a project's module that finds ROCm, HIP or CUDA (FindROCM.cmake)
+    r"CMake Error at [^\n]*(?i:rocm|hip|cuda|miopen|rocblas)[^\n]*\.cmake\b",
 )
 
 # Entries whose cause is a family of causes (a kernel bug, a collective that failed, an

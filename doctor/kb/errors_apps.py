@@ -69,6 +69,14 @@ APP_MESSAGES: tuple[KnownMessage, ...] = (
         "Check nvidia-smi -L and the mask; start containers with --gpus all.",
         "nvidia-driver", "https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html",
         commands=("nvidia-smi -L", "echo $CUDA_VISIBLE_DEVICES"),
+        # NVIDIA's CUDA on WSL guide: the Windows driver is stubbed inside WSL 2 as libcuda.so
+        # (/usr/lib/wsl/lib), so no NVIDIA Linux driver may be installed within WSL 2.
+        wsl_fix="Under WSL the Windows NVIDIA driver provides CUDA (/usr/lib/wsl/lib/libcuda.so); "
+                "a Linux NVIDIA driver installed inside WSL shadows it and finds no GPU: remove "
+                "that driver's packages (NVIDIA's CUDA on WSL guide: install no Linux driver in "
+                "WSL 2), or put /usr/lib/wsl/lib first on LD_LIBRARY_PATH.",
+        wsl_commands=("ldconfig -p | grep libcuda.so",
+                      "export LD_LIBRARY_PATH=/usr/lib/wsl/lib:$LD_LIBRARY_PATH"),
         unless_text=(r"ROCm",), yields_to=("visible-devices-mask",)),
     KnownMessage(
         "rocblas-no-devices", "rocBLAS: Could not initialize Tensile host: No devices found",

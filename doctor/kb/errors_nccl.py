@@ -35,7 +35,8 @@ NCCL_MESSAGES: tuple[KnownMessage, ...] = (
         unless=(r"NCCL WARN Missing \"",), context="nccl_last_error",
         yields_to=("nccl-shm-exhausted", "nccl-unhandled-cuda-error", "nccl-peer-access",
                    "nccl-duplicate-gpu", "nccl-p2p-transport", "nccl-socket-error",
-                   "nccl-internal-error", "nccl-remote-error", "nccl-watchdog-timeout")),
+                   "nccl-internal-error", "nccl-remote-error", "nccl-watchdog-timeout",
+                   "nccl-no-socket-interface")),
     KnownMessage(
         "nccl-shm-exhausted", "NCCL: shared memory segment could not be created", "error",
         (r"Call to posix_fallocate failed", r"Error while creating shared memory segment",
@@ -117,6 +118,18 @@ NCCL_MESSAGES: tuple[KnownMessage, ...] = (
         "and do not pin one GPU for all ranks.", "visible-devices", FAIRCHEM_597,
         commands=("env | grep -E 'LOCAL_RANK|VISIBLE_DEVICES'",), threads=8),
     KnownMessage(
+        # bootstrap.cc (bootstrapNetInit): ncclFindInterfaces() found no interface that
+        # NCCL_SOCKET_IFNAME admits (all up interfaces but lo and docker* when unset).
+        "nccl-no-socket-interface", "NCCL: Bootstrap : no socket interface found", "error",
+        (r"Bootstrap : no socket interface found",),
+        "NCCL found no network interface to start on: NCCL_SOCKET_IFNAME names an interface "
+        "this machine does not have (a training script's eth0 on a machine whose interfaces "
+        "are named otherwise), or no interface but loopback and docker is up.",
+        "Set NCCL_SOCKET_IFNAME to an interface this machine lists (or unset it and let NCCL "
+        "pick).", "collectives", "https://github.com/NVIDIA/nccl/blob/master/src/bootstrap.cc",
+        commands=("ip -br addr", "echo $NCCL_SOCKET_IFNAME",
+                  "export NCCL_SOCKET_IFNAME=<interface>"), threads=3),
+    KnownMessage(
         "nccl-internal-error", "NCCL: internal error - please report this issue", "error",
         (r"internal error - please report this issue to the NCCL developers",),
         "NCCL (or RCCL) hit a state it does not expect, most often during transport setup on "
@@ -124,7 +137,8 @@ NCCL_MESSAGES: tuple[KnownMessage, ...] = (
         "HSA_FORCE_FINE_GRAIN_PCIE are the first things to act on.",
         "Rerun with NCCL_DEBUG=INFO and act on the first WARN; report the log with the "
         "topology if it persists.", "collectives", NCCL_ERRORS,
-        commands=(_DEBUG, "cat /proc/cmdline"), threads=3),
+        commands=(_DEBUG, "cat /proc/cmdline"), yields_to=("nccl-no-socket-interface",),
+        threads=3),
     KnownMessage(
         "nccl-remote-error", "NCCL: remote process exited or there was a network error", "error",
         (r"remote process exited or there was a network error", r"\bncclRemoteError\b"),

@@ -29,6 +29,7 @@ CUPY_8045 = "https://github.com/cupy/cupy/issues/8045"
 INDEXING_CU = "https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/native/cuda/Indexing.cu"
 ROCM_VLLM_959 = "https://github.com/ROCm/vllm/pull/959"
 KRITA_930 = "https://github.com/Acly/krita-ai-diffusion/issues/930"
+CLR_MODULE = "https://github.com/ROCm/clr/blob/develop/hipamd/src/hip_module.cpp"
 
 _GPU_CODE = ("Install a torch build whose compiled targets include your GPU's gfx target; for "
              "a consumer GPU that no build includes, HSA_OVERRIDE_GFX_VERSION can map it onto "
@@ -41,6 +42,22 @@ _SERIALIZE = "AMD_SERIALIZE_KERNEL=3 python <your script>"
 _LAUNCH_BLOCKING = "CUDA_LAUNCH_BLOCKING=1 python <your script>"
 
 RUNTIME_MESSAGES: tuple[KnownMessage, ...] = (
+    KnownMessage(
+        # hip_module.cpp: a launch whose block is larger than the kernel's workgroup size
+        # (its launch bounds) fails with hipErrorLaunchFailure after this log line.
+        "hip-launch-bounds", "HIP: Launch params are larger than launch bounds", "error",
+        (r"Launch params \(\d+, \d+, \d+\) are larger than launch bounds \(\d+\)",),
+        "HIP refused a kernel launch whose block has more threads than the kernel was compiled "
+        "for (its __launch_bounds__, or the compiler's maximum threads per block): code written "
+        "for a larger block, or a build that does not match this GPU (a torch for Navi 21 "
+        "built without AMD's changes for it failed so on gfx1030: python-pytorch-rocm issue "
+        "41, fixed by the next build).",
+        "For a kernel of your own: give it __launch_bounds__ of at least the block size it is "
+        "launched with, or build with --gpu-max-threads-per-block; for one inside torch or "
+        "another library: install that library's build for this GPU and ROCm release.",
+        "torch-install", CLR_MODULE,
+        commands=('python -c "import torch; print(torch.__version__, torch.version.hip)"',),
+        threads=4),
     KnownMessage(
         "invalid-device-function", "HIP error: invalid device function", "error",
         (r"invalid device function", r"hipErrorInvalidDeviceFunction"),

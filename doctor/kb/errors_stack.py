@@ -53,7 +53,9 @@ STACK_MESSAGES: tuple[KnownMessage, ...] = (
          r"cannot find -lcuda\b", r"libcuda\.so cannot found",
          r"No module named 'triton\._C\.libtriton\.triton'",
          r"^\s*(?:\[pip3?\] )?triton(?:==|\s+)\d+\.\d+", r"^Name: triton$",
-         r"Collecting triton\b", r"Downloading triton-\d"),
+         r"Collecting triton\b", r"Downloading triton-\d",
+         # NVIDIA's PTX assembler, which only the CUDA build of triton runs
+         r"Internal Triton PTX codegen error", r"\bptxas fatal\b"),
         "torch's ROCm wheels depend on pytorch-triton-rocm, which installs the module "
         "`triton`. Another package pulled PyPI's triton (the CUDA build) beside or over it "
         "(xgrammar in vllm pull 16664, mamba_ssm), and Python imports that one: it knows only "
