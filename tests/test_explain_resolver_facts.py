@@ -283,3 +283,13 @@ def test_torch_seeing_no_gpu_is_answered_with_the_checks_and_stands_back_for_a_c
         assert only(text) == ("torch-no-gpu", "likely", "host", entry.fix, entry.commands, ())
     assert [e.key for e in explain_text(asked + "RuntimeError: No HIP GPUs are available\n")
             ] == ["hip-no-gpus-available"]
+
+
+def test_a_queue_aborted_by_a_hardware_exception_points_at_the_kernels_own_message() -> None:
+    line = (":0:rocdevice.cpp            :2778: 1958784824956 us: 3375 : [tid:0x7f9943fff640] "
+            "Callback: Queue 0x7f9840200000 aborting with error : HSA_STATUS_ERROR_EXCEPTION: "
+            "An HSAIL operation resulted in a hardware exception. code: 0x1016\n")
+    entry = ENTRY["hsa-exception"]
+    assert only(line)[:5] == ("hsa-exception", "possible", "host", entry.fix, entry.commands)
+    assert entry.fix == ("Look above this line for the kernel's own message (an assertion); "
+                         "rerun once with AMD_SERIALIZE_KERNEL=3 to find the kernel.")

@@ -142,3 +142,11 @@ def test_every_named_minor_release_has_support_hip_and_gfx_rows(minor: tuple[int
         assert kb_gfx.rocm_native_targets(rs.version_key(release)) is not None, release
         assert (any(release in row.releases for row in hb.HIP_BUILDS)
                 or release in hb.HIP_UNKNOWN), release
+
+
+def test_each_memory_row_is_the_one_its_own_card_name_finds() -> None:
+    """A datasheet row's name is a device name its pattern recognises, and no row before it
+    takes that card (an H100 pattern must not take the H100 NVL, nor MI250 the MI250X)."""
+    from rocmdoctor.kb.deep_refs import MEMORY, memory_spec
+    assert [(row.name, memory_spec(row.name)) for row in MEMORY] == [
+        (row.name, row) for row in MEMORY]

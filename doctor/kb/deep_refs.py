@@ -73,7 +73,7 @@ class CardMemory:
 MEMORY: tuple[CardMemory, ...] = (
     CardMemory("NVIDIA H200", r"\bH200\b", 4800.0, NVIDIA_H200),
     CardMemory("NVIDIA H100 SXM", r"\bH100\b(?!.*(PCIe|NVL))", 3350.0, NVIDIA_H100),
-    CardMemory("NVIDIA A100 80GB SXM", r"A100-SXM4-80GB", 2039.0, NVIDIA_A100),
+    CardMemory("NVIDIA A100-SXM4-80GB", r"A100-SXM4-80GB", 2039.0, NVIDIA_A100),
     CardMemory("NVIDIA A100 80GB PCIe", r"A100 80GB PCIe", 1935.0, NVIDIA_A100),
     CardMemory("NVIDIA A100 40GB", r"A100.*40GB", 1555.0, NVIDIA_A100),
     CardMemory("AMD Instinct MI300X", r"\bMI300X\b", 5300.0, ROCM_MI300),
