@@ -450,6 +450,7 @@ def test_parser_on_a_cpu_build(value: str, error: Optional[tuple[str, str]]) -> 
     ("pinned_num_register_threads:3", "rocm", AllocConfError(
         "ValueError", "Number of register threads has to be power of 2, got 3",
         "pinned_num_register_threads")),
+    ("pinned_num_register_threads:128", "cuda", None),  # the largest torch accepts
     ("pinned_num_register_threads:256", "cuda", AllocConfError(
         "ValueError", "Number of register threads should be less than or equal to 128, got 256",
         "pinned_num_register_threads")),
