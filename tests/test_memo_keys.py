@@ -120,3 +120,14 @@ def test_the_two_nvidia_smi_readers_keep_their_own_answers_in_either_order() -> 
     assert (gpus, q) == pair("q")
     assert [g.name for g in gpus.gpus] == ["NVIDIA H200"] and gpus.error is None
     assert q.gpus == tuple(parse_nvidia_smi_q(fixture_text(h200))) and len(q.gpus) == 1
+
+
+def test_nvidia_smi_that_times_out_or_is_missing_is_said_so() -> None:
+    from rocmdoctor.facts.nvidia_gpus import QUERY_FIELDS, nvidia_gpus, query_argv
+    from rocmdoctor.host import command_key
+    key = command_key(query_argv(QUERY_FIELDS))
+    hung = {"returncode": -9, "stdout": "", "stderr": "", "timed_out": True, "duration_s": 10.0}
+    got = nvidia_gpus(SnapshotHost(make_snapshot(commands={key: hung})))
+    assert (got.gpus, got.error, got.command) == ((), "nvidia-smi did not answer", key)
+    missing = SnapshotHost(make_snapshot(), absent=[key])
+    assert nvidia_gpus(missing).error == "nvidia-smi is not installed"

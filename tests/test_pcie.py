@@ -481,3 +481,15 @@ def test_the_walk_up_a_cards_own_ports_stops_at_the_first_port_not_its_own() -> 
     link_dev, port = slot_device(h, gpu)
     assert (link_dev.bdf, port.bdf if port else None) == ("0000:02:00.0", "0000:01:00.0")
     assert gpu_link(h, "0000:04:00.0") == Link(gpu, "0000:02:00.0", 16.0, 8, 16.0, 16)
+
+
+def test_only_an_nvidia_gpus_link_is_asked_of_nvidia_smi() -> None:
+    """An Intel GPU with no link files in sysfs has no link to show; nvidia-smi, which knows
+    only NVIDIA's, is not run for it (a strict snapshot without it would refuse)."""
+    intel = pci("0000:00:02.0", "0x8086", "0xa780", "0x030000")
+    absent = [a for a in ABSENT if a != "nvidia-smi -q"] + [
+        f"{PCI_DEVICES}/0000:00:02.0/{n}" for n in (
+            "current_link_speed", "max_link_speed", "current_link_width", "max_link_width",
+            "driver")]
+    h = SnapshotHost(make_snapshot(files=intel[0], paths=intel[1]), strict=True, absent=absent)
+    assert gpu_link(h, "0000:00:02.0") is None
