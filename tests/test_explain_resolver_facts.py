@@ -293,3 +293,25 @@ def test_a_queue_aborted_by_a_hardware_exception_points_at_the_kernels_own_messa
     assert only(line)[:5] == ("hsa-exception", "possible", "host", entry.fix, entry.commands)
     assert entry.fix == ("Look above this line for the kernel's own message (an assertion); "
                          "rerun once with AMD_SERIALIZE_KERNEL=3 to find the kernel.")
+
+
+def test_xids_the_generic_entry_reads_are_named_with_their_meanings() -> None:
+    """An Xid the kernel-log catalogue has no entry for (8) comes first: the generic entry
+    names every Xid of the text, each with its meaning where the table has it."""
+    text = ("[ 100.1] NVRM: Xid (PCI:0000:01:00): 8, pid=1234, name=python, Channel 00000010\n"
+            "[ 200.2] NVRM: Xid (PCI:0000:01:00): 13, pid=1234, name=python, Graphics SM Warp "
+            "Exception\n")
+    found = explain_text(text)
+    assert [(e.key, e.notes) for e in found] == [
+        ("nvidia-xid", ("Xid 8: look it up in NVIDIA's Xid catalog.",
+                        "Xid 13: Graphics Engine Exception: a kernel faulted (usually the "
+                        "program, e.g. an out-of-range access); restart the application.")),
+        ("nvidia-xid-13", ())]
+
+
+def test_every_xid_meaning_can_be_reached() -> None:
+    """The generic Xid entry yields to some codes' own entries: the table holds none of
+    those (its meaning would never be shown)."""
+    from rocmdoctor.kb.errors import KNOWN_MESSAGES, XID_MEANINGS
+    generic = next(m for m in KNOWN_MESSAGES if m.key == "nvidia-xid")
+    assert [c for c in XID_MEANINGS if f"nvidia-xid-{c}" in generic.yields_to] == []

@@ -26,7 +26,8 @@ DMESG_RESTRICT = "https://docs.kernel.org/admin-guide/sysctl/kernel.html#dmesg-r
 _FIRMWARE = ("sudo apt-get install --reinstall linux-firmware  # Fedora: dnf reinstall "
              "linux-firmware", "sudo update-initramfs -u  # Fedora: dracut -f")
 
-# NVIDIA's Xid catalog: what the common event numbers mean and what to do first.
+# NVIDIA's Xid catalog: what the common event numbers mean and what to do first, for the
+# generic Xid entry's notes (79 is left out: the generic entry yields to its own).
 XID_MEANINGS: dict[int, str] = {
     13: "Graphics Engine Exception: a kernel faulted (usually the program, e.g. an "
         "out-of-range access); restart the application",
@@ -39,7 +40,6 @@ XID_MEANINGS: dict[int, str] = {
     63: "ECC page retirement or row remapping recorded: reset the GPU to apply it",
     64: "ECC page retirement or row remapping failed: the board needs service",
     74: "NVLink error: check the NVLink bridges and the topology",
-    79: "GPU has fallen off the bus: power, thermals, the slot or riser, or the system BIOS",
     92: "high single-bit ECC error rate: watch it; service if it keeps rising",
     94: "contained ECC error: restart the affected application",
     95: "uncontained ECC error: reset the GPU",
