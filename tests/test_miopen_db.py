@@ -252,3 +252,13 @@ def test_live_run_is_recorded_and_replays(tmp_path: Path) -> None:
     assert run(SnapshotHost(data)) == first
     # a snapshot to publish hides the home folder in the variables
     assert build_snapshot(live)["env"]["MIOPEN_CUSTOM_CACHE_DIR"] == "~/cache"
+
+
+def test_less_than_one_gib_free_under_the_databases_warns() -> None:
+    """1 GiB free (262,144 blocks of 4 KiB) is enough; one block less is not."""
+    enough = run(host("/home/alice", statfs(0xEF53, free_blocks=262_144)))
+    assert enough.status is Status.PASS
+    short = run(host("/home/alice", statfs(0xEF53, free_blocks=262_143)))
+    assert short.status is Status.WARN
+    assert Finding.error("/home/alice has 1.0 GiB free (under 1.0 GiB): the user database may "
+                         "not grow") in short.findings
