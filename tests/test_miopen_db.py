@@ -262,3 +262,21 @@ def test_less_than_one_gib_free_under_the_databases_warns() -> None:
     assert short.status is Status.WARN
     assert Finding.error("/home/alice has 1.0 GiB free (under 1.0 GiB): the user database may "
                          "not grow") in short.findings
+
+
+@pytest.mark.parametrize(("magic", "name", "moves"), [
+    (0x6969, "nfs", True), (0xFF534D42, "cifs", True), (0x517B, "smb", True),
+    (0xFE534D42, "smb2", True), (0x0BD00BD0, "lustre", True), (0x00C36400, "ceph", True),
+    (0x5346414F, "afs", True), (0x7461636F, "ocfs2", True),
+    (0x47504653, "gpfs", False), (0x19830326, "fhgfs", False), (0xAAD7AAEA, "panfs", False),
+])
+def test_a_network_home_says_whether_miopen_moves_its_databases_itself(
+        magic: int, name: str, moves: bool) -> None:
+    """MIOpen's IsNetworked() (src/expanduser.cpp) lists NFS, SMB/CIFS, Lustre, Ceph, AFS,
+    OCFS2 and Coda: there it moves its user databases to the temp folder by itself; on
+    GPFS, BeeGFS and PanFS it does not."""
+    result = run(host("/home/u", statfs(magic)))
+    said = next(f.text for f in result.findings if f.text.startswith("/home/u/.config/miopen is on"))
+    assert said.startswith(f"/home/u/.config/miopen is on {name}")
+    assert ("moves its user databases to the temp folder by itself" in said) is moves
+    assert ("which MIOpen does not recognise as a network file system" in said) is not moves
