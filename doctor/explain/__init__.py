@@ -131,17 +131,17 @@ def diagnose_paste(paste: Paste, host: Optional[Host] = None) -> Diagnosis:
                              situation) for start, entry, line in found]
     if explanations:
         return Diagnosis(explanations, RECOGNIZED, scan=paste.scan)
+    program = _program_error_line(text)
     gpu_line = _gpu_error_line(text)
     if gpu_line is None and gpu_library_frame(situation.facts):
-        gpu_line = _program_error_line(text)
-    if gpu_line is None and _program_error_line(text) is None:
+        gpu_line = program
+    if gpu_line is None and program is None:
         gpu_line = _gpu_failure_told(text, situation.facts)
     if gpu_line is not None:
         line, index = gpu_line
         number = paste.line_number(index)
         return Diagnosis([], UNKNOWN_GPU, redact(line),
                          not_known(redact(line), number, situation.facts), paste.scan)
-    program = _program_error_line(text)
     return Diagnosis([], NOT_GPU, redact(program[0]) if program else None, scan=paste.scan)
 
 
@@ -173,6 +173,8 @@ def _debugging_runs(found: list[tuple[int, KnownMessage, str]],
     that reproduces an error, or named as how to get the log, is that debugging run: where
     the text shows the error, it is not a setting left on, and not the answer. One exported
     or set to stay is answered as before."""
+    if not any(entry.kind == "harmful" and entry.variable for _, entry, _ in found):
+        return found
     failing = any(entry.kind != "harmful" for _, entry, _ in found) or \
         _gpu_error_line(text) is not None
     if not failing:
