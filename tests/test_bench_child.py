@@ -291,3 +291,13 @@ def test_the_optimizer_class_is_named_as_a_script_imports_it() -> None:
     assert _class_path(torch, torch.optim.AdamW(params)) == "torch.optim.AdamW"
     assert _class_path(torch, torch.optim.SGD(params, lr=0.1)) == "torch.optim.SGD"
     assert _class_path(torch, ScaledAdamW(params)) == "tests.test_bench_child.ScaledAdamW"
+
+
+@pytest.mark.parametrize("timeout_s, said", [(17.5053, "17.5"), (3.0, "3"), (20.04, "20"),
+                                             (0.25, "0.25"), (120.96, "121")])
+def test_a_timeout_is_told_in_the_seconds_people_write(timeout_s: float, said: str) -> None:
+    # an adaptive trial timeout is a computed float: the message once said "17.5053 s"
+    from rocmdoctor.tuners.bench.child import _classify
+    state, result, message = _classify(BenchSpec(), None, "timeout", -9, "", timeout_s)
+    assert (state, result) == ("timeout", None)
+    assert message == f"no result within {said} s; the child was killed"

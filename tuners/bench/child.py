@@ -242,6 +242,12 @@ def _follow(
             final = event
 
 
+def _seconds(value: float) -> str:
+    """A timeout as people write it: 3, 17.5, 0.25 (never 17.5053)."""
+    return f"{value:.2f}".rstrip("0").rstrip(".") if value < 1 else f"{value:.1f}".rstrip(
+        "0").rstrip(".")
+
+
 def _classify(
     spec: BenchSpec, final: Optional[dict[str, Any]], ended_by: str,
     returncode: Optional[int], stderr_tail: str, timeout_s: float, exit_hung: bool = False,
@@ -250,7 +256,7 @@ def _classify(
         window = int(final.get("index", 0)) + 1 if final else 0
         return "pruned", None, f"stopped by the caller after measured window {window}"
     if ended_by == "timeout":
-        return "timeout", None, f"no result within {timeout_s:g} s; the child was killed"
+        return "timeout", None, f"no result within {_seconds(timeout_s)} s; the child was killed"
     said = _by_last_event(spec, final, returncode, exit_hung)
     return said if said is not None else _by_exit(returncode, stderr_tail)
 
