@@ -93,6 +93,20 @@ def test_the_reproduce_command_is_one_shell_line_that_bench_takes() -> None:
     assert parse_settings(sets) == {"compile_mode": "reduce-overhead", "mfu": False}
 
 
+def test_the_reproduce_command_trains_on_the_trials_images_and_processes() -> None:
+    # a trial of `tune --data ... --nproc 2` crashed: running its line by hand must read the
+    # same image folder with the same number of processes, not synthetic tensors on one
+    spec = BenchSpec(model="resnet50", data="/data/my images", nproc=2,
+                     settings={"num_workers": 8, "pin_memory": True})
+    words = shlex.split(crashes.reproduce_command(spec, {}))
+    assert words[words.index("--data") + 1] == "/data/my images"
+    assert words[words.index("--nproc") + 1] == "2"
+    assert [words[i + 1] for i, w in enumerate(words) if w == "--set"] == [
+        "num_workers=8", "pin_memory=true"]
+    alone = shlex.split(crashes.reproduce_command(BenchSpec(model="resnet50"), {}))
+    assert "--data" not in alone and "--nproc" not in alone
+
+
 def _pwd_of_child() -> str:
     return process.run_command([sys.executable, "-c", "import os; print(os.getcwd())"],
                                30.0).stdout.strip()

@@ -102,6 +102,10 @@ def reproduce_command(spec: BenchSpec, env: Mapping[str, str], python: Optional[
         words.append("--compile")
     words += ["--steps", str(spec.steps), "--warmup", str(spec.warmup), "--device", spec.device,
               "--image-size", str(spec.image_size), "--seq-len", str(spec.seq_len)]
+    if spec.data:
+        words += ["--data", spec.data]
+    if spec.nproc != 1:
+        words += ["--nproc", str(spec.nproc)]
     for key, value in sorted(spec.settings.items()):
         text = str(value).lower() if isinstance(value, bool) else str(value)
         words += ["--set", f"{key}={text}"]
