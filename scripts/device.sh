@@ -29,6 +29,11 @@
 #       bash scripts/device.sh deep            results (JSON, text, snapshot) in $OUT/deep.tgz
 #       SMOKE=1 bash scripts/device.sh deep    the same plumbing on CPU test devices, anywhere
 #     Budget: under 4 minutes on an H200 (about 25 s a run).
+#   bash scripts/device.sh data-follow NAME
+#     After `start NAME ... --data ...`: the pick of that tune (its confirmed best, else its
+#     fastest finished trial) measured by `rocmdoctor bench` on synthetic tensors with the same
+#     model settings and no loader, to see how close the tuned input pipeline comes to it.
+#     Results: $OUT/NAME-synthetic.json and .txt.
 #
 # Earlier runs (docs/benchmarks.md cites them by subcommand):
 #   bash scripts/device.sh evidence
@@ -542,6 +547,42 @@ wait)
   else
     echo "still running after $((SECONDS - start)) s"
   fi ;;
+data-follow)
+  name=$1; W=/tmp/rocmdoctor-$name
+  line=$(python3 - "$W/tune.json" <<'PY'
+import dataclasses, json, shlex, sys
+from rocmdoctor.tuners import crashes, knobs
+from rocmdoctor.tuners.bench.spec import BenchSpec
+d = json.load(open(sys.argv[1]))
+best = (d.get("verdict") or {}).get("best_overall") or {}
+number = best.get("trial") if isinstance(best, dict) else None
+ok = [t for t in d["trials"] if t["state"] == "ok" and not t["baseline"]]
+trial = next((t for t in ok if t["number"] == number), None) or max(ok, key=lambda t: t["throughput"])
+loader = {"num_workers", "pin_memory", "persistent_workers", "prefetch_factor", "gpu_decode",
+          "loader_channels_last"}
+spec = BenchSpec.from_dict({k: v for k, v in d["workload"].items() if k != "data"})
+fields, settings = {}, {k: v for k, v in spec.settings.items() if k not in loader}
+for name, label in trial["params"].items():
+    knob = next((k for k in knobs.KNOBS if k.name == name), None)
+    if knob is None or name in loader:
+        continue
+    try:
+        value = knob.value(label)
+    except KeyError:  # choices found at plan time: a count, a precision, or "default"
+        value = None if label == "default" else int(label) if label.isdigit() else label
+    if knob.kind == knobs.SPEC:
+        fields[name] = value
+    elif knob.kind == knobs.SETTING and value is not None:
+        settings[name] = value
+spec = dataclasses.replace(spec, settings=settings, **fields)
+env = {k: v for k, v in trial["env"].items() if not k.endswith("_CACHE_DIR")}
+print(f"# trial {trial['number']}: {trial['throughput']:.1f} {trial['unit']}/s with its loader",
+      file=sys.stderr)
+print(crashes.reproduce_command(spec, env))
+PY
+) || exit 1
+  echo "synthetic tensors, the pick's model settings: $line" | tee "$OUT/$name-synthetic.txt"
+  eval "timeout 300 $line --json $OUT/$name-synthetic.json" 2>&1 | tee -a "$OUT/$name-synthetic.txt" | tail -25 ;;
 deep) cmd_deep "$@" ;;
 evidence) cmd_evidence "$@" ;;
 bench) cmd_bench "$@" ;;
