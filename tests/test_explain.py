@@ -175,6 +175,20 @@ def test_no_binary_for_gpu_names_the_missing_target() -> None:
          "build with gfx1100 code."), fix=GFX1100_FIX)]
 
 
+# Verbatim from https://github.com/ggml-org/llama.cpp/issues/19949 (llama-server, gfx1152): the
+# newer runtime's wording, LogPrintfError in ROCm clr's hipamd/src/hip_fatbin.cpp
+FATBIN_NO_CODE = (":1:hip_fatbin.cpp           :687 : 114369963532 us:  No compatible code "
+                  "objects found for: gfx1152, value of HIP_FORCE_SPIRV_CODEOBJECT: 0")
+
+
+def test_no_compatible_code_objects_is_the_missing_target_in_the_newer_wording() -> None:
+    native = ("gfx1152 is a target ROCm supports natively (ROCm 7.14.0 and later list it): it "
+              "needs no HSA_OVERRIDE_GFX_VERSION; the library in use was built without it.")
+    assert explain_text(FATBIN_NO_CODE) == [expect(
+        "no-binary-for-gpu", FATBIN_NO_CODE,
+        (native,), fix=GFX1100_FIX.replace("gfx1100", "gfx1152"))]
+
+
 def test_fragmented_out_of_memory_without_a_machine() -> None:
     assert explain_text(FRAGMENTED_OOM) == [expect(
         "hip-out-of-memory", FRAGMENTED_OOM[:197] + "...", (FRAGMENTED_NOTE,))]

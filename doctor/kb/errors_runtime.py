@@ -72,7 +72,8 @@ RUNTIME_MESSAGES: tuple[KnownMessage, ...] = (
     KnownMessage(
         "no-binary-for-gpu", "hipErrorNoBinaryForGpu", "error",
         (r"hipErrorNoBinaryForGpu", r"Unable to find code object for all current devices",
-         r"Coudn't find binary for current devices", r"HIP error: no kernel image is available"),
+         r"Coudn't find binary for current devices", r"HIP error: no kernel image is available",
+         r"No compatible code objects found for"),
         "The HIP runtime found no code object for the GPU's gfx target in the program or "
         "library it loaded; it lists the devices it looked for as [Not Found].",
         _GPU_CODE, "torch-arch-support", CLR_CODE_OBJECT,
