@@ -19,6 +19,7 @@ import pytest
 from rocmdoctor.checks.registry import DEEP_CHECKS, STRESS_CHECKS
 from rocmdoctor.cli.deep import collapse_skips
 from rocmdoctor.host.deep import DEEP_SCRIPT, interrupt_running, run_deep
+from rocmdoctor.host.deep_child import TINY
 from rocmdoctor.host.live import LiveHost
 from rocmdoctor.model import Report, Status
 from rocmdoctor.runner import run_checks
@@ -84,6 +85,8 @@ def test_the_child_measures_every_figure_on_two_cpu_devices() -> None:
         ("bf16", "channels_last"), ("fp16", "channels_last"), ("fp32", "NCHW")]
     for c in gpu["conv"]:
         _rate_ok(c["tflops"], "TFLOP/s")
+        # timed with the convolution's own plan, the GEMMs with theirs
+        assert c["tflops"]["n"] == TINY["conv_plan"]["repeats"] != TINY["plan"]["repeats"]
         _rate_ok(c["gemm_equivalent"]["tflops"], "TFLOP/s")
         assert (c["gemm_equivalent"]["m"], c["gemm_equivalent"]["n"],
                 c["gemm_equivalent"]["k"]) == (2 * 8 * 8, 16, 16 * 9)
