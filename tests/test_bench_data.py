@@ -295,6 +295,12 @@ def test_bench_data_measures_the_wait_for_input_apart_from_the_compute(tmp_path:
     assert split["wall_s"] >= split["compute_s"]
     assert split["verdict"] == verdict_of(split["input_share"])
     assert split["how"] == "host timers around the step and the batch"
+    # a run that reads images is judged by all its images over all its time
+    tput = result["metrics"]["throughput"]
+    assert tput["basis"] == "mean" and tput["mean"] == pytest.approx(
+        result["metrics"]["measured_steps"] * 8 / result["metrics"]["measured_s"])
+    assert f"\nthroughput  {tput['mean']:,.1f} images/s over all measured time (median step " \
+        f"{tput['median']:,.1f}, " in done.stdout
     assert "\ndata        240 images in 3 classes; DataLoader(num_workers=2, pin_memory=False, " \
            "persistent_workers=False)\n" in done.stdout
     assert f"\ninput       {split['verdict']}: the device waited for input " in done.stdout

@@ -81,6 +81,24 @@ def test_step_stats() -> None:
     assert metrics.noise_warning(metrics.step_stats([0.1] * 5, 1)) is None
     with pytest.raises(ValueError):
         metrics.step_stats([0.1, 0.0], 1)
+    assert stats["throughput"]["basis"] == "median"
+    assert metrics.headline(stats["throughput"]) == 100.0
+
+
+def test_a_loader_that_stalls_every_few_steps_is_judged_by_its_mean() -> None:
+    # the shape of a real H200 run reading JPEGs: most steps fast, one in four waits for a
+    # batch; the median step hides the stalls, the mean is what training gets
+    step_s = [0.13, 0.13, 0.13, 1.0] * 5
+    data = metrics.step_stats(step_s, samples_per_step=1024, basis="mean")
+    assert data["throughput"]["median"] == pytest.approx(1024 / 0.13)
+    assert metrics.headline(data["throughput"]) == data["throughput"]["mean"] == \
+        pytest.approx(1024 * 20 / 6.95)
+    # a result written before the basis was recorded is read by its median, and a missing
+    # or non-numeric figure is no throughput at all
+    old = {k: v for k, v in data["throughput"].items() if k != "basis"}
+    assert metrics.headline(old) == pytest.approx(1024 / 0.13)
+    assert metrics.headline({"basis": "mean", "median": 5.0}) is None
+    assert metrics.headline(None) is None
 
 
 def test_window_sizes_partition_the_steps() -> None:

@@ -10,6 +10,7 @@ import pytest
 
 from rocmdoctor.tuners.bench.compare import (
     CompareError,
+    comparison,
     load_result,
     render_compare_markdown,
     render_compare_text,
@@ -151,3 +152,15 @@ def test_a_difference_inside_the_step_noise_is_warned_about() -> None:
     markdown = render_compare_markdown([RUNS[0], close])
     assert markdown.endswith(f"\n\n- {warning}\n")
     assert "warning" not in render_compare_text(RUNS, width=100)
+
+
+def test_a_run_that_read_images_is_compared_by_its_mean_and_says_so() -> None:
+    synthetic = result()
+    data = result(median=7344.3)
+    data["metrics"]["throughput"].update(mean=1620.7, basis="mean")
+    data["data"] = {"loader": {"num_workers": 16}, "split": {"input_share": 0.80,
+                                                             "verdict": "input-bound"}}
+    rows = {row[0]: row[1:] for row in comparison([("tensors", synthetic), ("jpeg", data)])}
+    assert rows["throughput"] == ["4,724.1 images/s", "1,620.7 images/s (mean)"]
+    assert rows["vs first"] == ["base", "-65.7 %"]
+    assert rows["input verdict"] == ["-", "input-bound"]

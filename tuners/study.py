@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Optional
 
 from rocmdoctor.tuners.bench.child import STATES as DONE_STATES
+from rocmdoctor.tuners.bench.metrics import headline
 from rocmdoctor.tuners.bench.spec import BenchSpec
 from rocmdoctor.tuners.codec import platform_dict
 from rocmdoctor.tuners.model import Platform, Trial
@@ -268,7 +269,7 @@ def metrics_of(result: Mapping[str, Any]) -> dict[str, Any]:
     loader = {"loader": data.get("loader"), "input_share": split.get("input_share"),
               "input_verdict": split.get("verdict")} if data else {}
     return {**loader,
-        "throughput": tput.get("median"), "p10": tput.get("p10"), "p90": tput.get("p90"),
+        "throughput": headline(tput), "p10": tput.get("p10"), "p90": tput.get("p90"),
         "cv": tput.get("cv"), "unit": metrics.get("unit", "samples"),
         "memory_bytes": device_mem if device_mem is not None else
         memory.get("host_peak_rss_bytes"),

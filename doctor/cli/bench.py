@@ -179,8 +179,10 @@ def _one_process_reference(spec: BenchSpec, timeout: float, python: Optional[str
 
 def scaling(result: dict[str, Any], single: dict[str, Any], nproc: int) -> dict[str, Any]:
     """The one-process run's throughput and how close N ranks come to N times it."""
-    one = float(single["metrics"]["throughput"]["median"])
-    many = float(result["metrics"]["throughput"]["median"])
+    from rocmdoctor.tuners.bench.metrics import headline
+
+    one = headline(single["metrics"]["throughput"]) or 0.0
+    many = headline(result["metrics"]["throughput"]) or 0.0
     return {"throughput": one, "scaling_efficiency": many / (nproc * one) if one else None,
             "how": f"the {nproc} ranks' throughput over {nproc} times one process's, same "
                    "settings"}

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import IO, Any, Callable, Optional
 
 from rocmdoctor.host import process
+from rocmdoctor.tuners.bench.metrics import headline
 from rocmdoctor.tuners.bench.spec import BenchSpec
 
 STATES = ("ok", "oom", "crashed", "timeout", "pruned", "error")
@@ -302,7 +303,7 @@ def _by_exit(returncode: Optional[int], stderr_tail: str
 
 def _ok_message(result: Mapping[str, Any]) -> str:
     metrics = result.get("metrics") or {}
-    tput = (metrics.get("throughput") or {}).get("median")
+    tput = headline(metrics.get("throughput"))
     unit = metrics.get("unit", "samples")
     return f"{tput:,.1f} {unit}/s" if isinstance(tput, (int, float)) else "finished"
 

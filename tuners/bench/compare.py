@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from rocmdoctor import schemas
+from rocmdoctor.tuners.bench.metrics import headline
 from rocmdoctor.tuners.bench.render import get, gib, joules, num, pct, strip_lines
 
 SCHEMA = schemas.BENCH
@@ -103,10 +104,9 @@ ROWS: tuple[Row, ...] = (
     ("config", lambda r, b: _config(r)),
     ("env vs first", lambda r, b: _env_diff(r, b) if r is not b else "-"),
     ("device", lambda r, b: str(get(r, "environment", "name") or "-")),
-    ("throughput", lambda r, b: f"{num(get(r, 'metrics', 'throughput', 'median'))} "
-                                f"{get(r, 'metrics', 'unit') or 'samples'}/s"),
-    ("vs first", lambda r, b: _delta(get(r, "metrics", "throughput", "median"),
-                                     get(b, "metrics", "throughput", "median"), r is b)),
+    ("throughput", lambda r, b: f"{num(_rate(r))} {get(r, 'metrics', 'unit') or 'samples'}/s"
+                                f"{_basis(r)}"),
+    ("vs first", lambda r, b: _delta(_rate(r), _rate(b), r is b)),
     ("p10 - p90", lambda r, b: f"{num(get(r, 'metrics', 'throughput', 'p10'))} - "
                                f"{num(get(r, 'metrics', 'throughput', 'p90'))}"),
     ("step p50", lambda r, b: _ms(get(r, "metrics", "step_time_s", "p50"))),
@@ -131,6 +131,15 @@ DATA_ROWS: tuple[Row, ...] = (
     ("input wait", lambda r, b: pct(get(r, "data", "split", "input_share"))),
     ("input verdict", lambda r, b: str(get(r, "data", "split", "verdict") or "-")),
 )
+
+
+def _rate(r: Mapping[str, Any]) -> Optional[float]:
+    return headline(get(r, "metrics", "throughput"))
+
+
+def _basis(r: Mapping[str, Any]) -> str:
+    """A run judged by its mean (it read real data) says so beside the figure."""
+    return " (mean)" if get(r, "metrics", "throughput", "basis") == "mean" else ""
 
 
 def _loader(args: Any) -> str:
@@ -162,12 +171,11 @@ def noise_lines(results: Sequence[tuple[str, Mapping[str, Any]]]) -> list[str]:
     if len(results) < 2:
         return []
     base_label, base = results[0]
-    base_rate = get(base, "metrics", "throughput", "median")
+    base_rate = _rate(base)
     base_cv = get(base, "metrics", "step_time_s", "cv")
     lines = []
     for label, r in results[1:]:
-        rate, cv = get(r, "metrics", "throughput", "median"), get(r, "metrics", "step_time_s",
-                                                                   "cv")
+        rate, cv = _rate(r), get(r, "metrics", "step_time_s", "cv")
         if not all(isinstance(v, (int, float)) for v in (rate, base_rate, cv, base_cv)) \
                 or not base_rate:
             continue

@@ -31,6 +31,7 @@ import time
 from typing import Any, Optional
 
 from rocmdoctor.host import child_setup, process
+from rocmdoctor.tuners.bench.metrics import headline
 from rocmdoctor.tuners.bench.spec import BenchSpec
 
 DEADLINE_ENV = "ROCMDOCTOR_DDP_DEADLINE_S"
@@ -232,7 +233,7 @@ def merged(results: list[dict[str, Any]]) -> dict[str, Any]:
     """One result for the whole run: the slowest rank's, its throughput times the ranks (the
     pace every rank keeps), with each rank's own figures in `ddp`."""
     world = len(results)
-    rates = [float(r["metrics"]["throughput"]["median"]) for r in results]
+    rates = [headline(r["metrics"]["throughput"]) or 0.0 for r in results]
     slowest = min(range(world), key=lambda i: rates[i])
     out = copy.deepcopy(results[slowest])
     tput = out["metrics"]["throughput"]

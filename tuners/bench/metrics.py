@@ -42,11 +42,26 @@ def spread(values: Sequence[float]) -> dict[str, Optional[float]]:
     return {"iqr": iqr, "iqr_over_median": iqr / med if med > 0 else None, "cv": cv(values)}
 
 
-def step_stats(step_s: Sequence[float], samples_per_step: float) -> dict[str, Any]:
+def headline(throughput: Any) -> Optional[float]:
+    """The throughput a run is judged by: its `basis` figure (`median`, or `mean` for a run
+    that reads real data), the median for results written before the basis was recorded."""
+    if not isinstance(throughput, dict):
+        return None
+    value = throughput.get(throughput.get("basis") or "median")
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+def step_stats(step_s: Sequence[float], samples_per_step: float,
+               basis: str = "median") -> dict[str, Any]:
     """Throughput and step-time statistics of the measured steps.
 
     Throughput percentiles are over per-step rates (p10 is a slow step); `mean` is all
-    measured samples over all measured time, the figure a long run converges to.
+    measured samples over all measured time, the figure a long run converges to. `basis`
+    names the one the run is judged by: the median step rate where steps differ only by
+    noise; the mean where some steps wait for input, since a loader that stalls every few
+    steps leaves the median step at the fast rate (on an H200, a ResNet-50 tune reading
+    20,000 JPEGs at batch 1024: measured windows of 1,283, 7,344, 964, 7,338 and 1,004
+    images/s, median step 7,344, mean about 1,620).
     """
     if not step_s or any(not (t > 0 and math.isfinite(t)) for t in step_s):
         raise ValueError("step times must be positive and finite")
@@ -59,6 +74,7 @@ def step_stats(step_s: Sequence[float], samples_per_step: float) -> dict[str, An
             "p90": percentile(rates, 90),
             "mean": samples_per_step * len(step_s) / total,
             **spread(rates),
+            "basis": basis,
         },
         "step_time_s": {
             "p50": percentile(step_s, 50),

@@ -74,7 +74,10 @@ def _timing_rows(m: Mapping[str, Any], w: Mapping[str, Any], unit: str
     t = m.get("throughput") or {}
     s = m.get("step_time_s") or {}
     return [
-        ("throughput", f"{num(t.get('median'))} {unit}/s median "
+        ("throughput", f"{num(t.get('mean'))} {unit}/s over all measured time (median step "
+                       f"{num(t.get('median'))}, p10 {num(t.get('p10'))}, p90 "
+                       f"{num(t.get('p90'))}; CV {pct(t.get('cv'))})" if t.get("basis") == "mean"
+                       else f"{num(t.get('median'))} {unit}/s median "
                        f"(p10 {num(t.get('p10'))}, p90 {num(t.get('p90'))}; "
                        f"CV {pct(t.get('cv'))})"),
         ("step time", f"{num(_ms(s.get('p50')), 2)} ms p50, {num(_ms(s.get('p99')), 2)} ms p99 "

@@ -215,7 +215,7 @@ def _run_prepared(torch: Any, t: training.Training, spec: BenchSpec,
     step_s, windows = training.measure(t, steps, step, emit, unit_per_step)
     data = None if t.feed is None else _data_figures(t, spec, len(warm), sum(step_s))
     power_summary = sampler.stop(samples_measured=spec.batch_size * steps)
-    stats = step_stats(step_s, unit_per_step)
+    stats = step_stats(step_s, unit_per_step, "mean" if t.feed is not None else "median")
     flop_info, gemm = _flops_and_peak(t, spec)
     return {
         "schema": SCHEMA, "tool_version": __version__,
