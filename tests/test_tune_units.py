@@ -6,6 +6,7 @@ throughput is, and the apply lines name the optimizer the trials ran. Replayed f
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from pathlib import Path
@@ -266,3 +267,46 @@ def test_a_trial_keeps_every_figure_of_a_real_bench_result() -> None:
     del result["metrics"]["memory"]["peak_reserved_bytes"]
     kept = metrics_of(result)
     assert (kept["memory_bytes"], kept["memory_kind"]) == (5783068672, "host peak RSS")
+    # that result was written before the basis was: judged by its median. A run that reads
+    # data now says "mean", and its trial keeps all its images over all its time.
+    result["metrics"]["throughput"]["basis"] = "mean"
+    assert metrics_of(result)["throughput"] == result["metrics"]["throughput"]["mean"] == \
+        pytest.approx(3533.4, abs=0.05)
+
+
+def test_a_confirmation_cut_after_one_round_is_no_verdict_either_way() -> None:
+    """The H200 tune of ResNet-50 on 20,000 JPEGs with a 10-minute budget (docs/data,
+    2026-12-03): the budget ended in the second confirmation round, so each candidate had
+    one round. Its verdict then said "no configuration beat your current settings" and its
+    effects "not borne out", against a 24x lead. The verdict is rebuilt from its own runs."""
+    from rocmdoctor.tuners import confirm as cf
+    from rocmdoctor.tuners import result as rs
+
+    tune = from_dict(json.loads(Path("docs/data/tune-data-resnet50-h200-10m-2026-12-03.json")
+                                .read_text(encoding="utf-8")))
+    assert [(c.trial, c.pairs, c.low) for c in tune.confirmation.candidates] == [
+        (2, 1, None), (1, 1, None)]
+    verdict = rs._verdict(tune.confirmation, tune.workload)
+    assert (verdict.winner, verdict.best_overall) == (False, None)
+    assert verdict.summary == (
+        "unconfirmed: the budget ended before the confirmation re-measured trial 2, trial 1 a "
+        "second time, so there is no interval and no verdict (trial 2: 27.23x your settings in "
+        "its one round); the same command with a longer --budget resumes the study and "
+        "finishes the proof")
+    # one candidate decided (beaten) beside one left open: the open one is still named
+    beaten = dataclasses.replace(tune.confirmation.candidates[1], low=0.9, high=1.1, pairs=2)
+    mixed = dataclasses.replace(tune.confirmation,
+                                candidates=(tune.confirmation.candidates[0], beaten))
+    assert rs._verdict(mixed, tune.workload).summary.startswith(
+        "no configuration beat your current settings beyond the measured noise, but trial 2 "
+        "had one round only (the budget ended): not proven either way (trial 2: 27.23x")
+    # and the effects contradict no verdict: there is none
+    effects = cf.mark_effects(cf.knob_effects(tune.trials, tune.space), tune.space, None,
+                              tune.confirmation.noise_cv, False)
+    assert not any(e.contradicts for e in effects)
+    rebuilt = rs.build(tune.study, tune.workload, tune.platform, tune.space, tune.budget_s,
+                       tune.elapsed_s, tune.trials, tune.baseline, tune.confirmation,
+                       tune.search.stopped, tune.search.why, tune.batch_search, tune.failure,
+                       tune.recovery, ())
+    assert rebuilt.verdict.summary == verdict.summary
+    assert not any("not borne out" in e.note for e in rebuilt.effects)
