@@ -176,8 +176,8 @@ def noise_lines(results: Sequence[tuple[str, Mapping[str, Any]]]) -> list[str]:
     lines = []
     for label, r in results[1:]:
         rate, cv = _rate(r), get(r, "metrics", "step_time_s", "cv")
-        if not all(isinstance(v, (int, float)) for v in (rate, base_rate, cv, base_cv)) \
-                or not base_rate:
+        if rate is None or not base_rate or not isinstance(cv, (int, float)) \
+                or not isinstance(base_cv, (int, float)):
             continue
         diff, noise = (rate - base_rate) / base_rate, max(cv, base_cv)
         if abs(diff) < noise:
