@@ -151,9 +151,14 @@ def _roots(found: list[tuple[int, KnownMessage, str]]) -> list[tuple[int, KnownM
     keys = {entry.key for _, entry, _ in found}
     specific = {entry.key for _, entry, _ in found if "*" not in entry.yields_to}
     kernel_lines = {start for start, entry, _ in found if entry.key in _KERNEL_KEYS}
+    first: dict[str, int] = {}
+    for start, entry, _ in found:
+        first.setdefault(entry.key, start)
     kept = []
     for start, entry, line in found:
         if keys.intersection(entry.yields_to):
+            continue
+        if any(first.get(key, start) < start for key in entry.follows):
             continue
         if "*" in entry.yields_to and specific - {entry.key}:
             continue

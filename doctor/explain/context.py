@@ -188,6 +188,9 @@ CONDITIONS: dict[str, Callable[[Situation], bool]] = {
     "mask_set": lambda s: bool(s.masks()),
     "both_masks": lambda s: {"HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES"} <= set(s.masks()),
     "lsmod_missing": lambda s: bool(re.search(r"lsmod: (?:command )?not found", s.text, _I)),
+    # NCCL's shm_open (include/shm.h, later src/misc/shmutils.cc) refused with EACCES
+    "shm_denied": lambda s: bool(re.search(r"shm_open failed\s*:\s*Permission denied", s.text,
+                                           _I)),
     "nvidia_dkms": lambda s: bool(re.search(r"/dkms/nvidia/|dkms install nvidia", s.text, _I)),
     # bitsandbytes' old CUDA setup (before 0.43) in a text that shows no ROCm
     "bnb_cuda_setup": lambda s: bool(re.search(r"CUDA Setup failed despite GPU", s.text))

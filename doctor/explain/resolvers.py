@@ -34,6 +34,16 @@ def _size(pattern: str, text: str) -> Optional[tuple[str, int]]:
 
 
 
+# The runtime's own allocation failing (no "Tried to allocate") under WSL: its context and
+# pinned host buffers come from the WSL VM, which Microsoft's WSL settings give 50 % of the
+# computer's memory by default (https://learn.microsoft.com/en-us/windows/wsl/wsl-config);
+# OpenMOSS/MOSS issue 328 was that limit, fixed in .wslconfig.
+WSL_VM_MEMORY = ("Under WSL this allocation may be the WSL VM's memory running out, not the "
+                 "GPU's: the VM gets half the computer's memory by default. Where nvidia-smi "
+                 "shows the GPU not full, raise memory= under [wsl2] in "
+                 "%UserProfile%\\.wslconfig and run `wsl --shutdown` in Windows.")
+
+
 def _out_of_memory(entry: KnownMessage, s: Situation, ctx: Context) -> None:
     text, host = s.text, s.host
     tried = _size(r"Tried to allocate SIZE", text)
@@ -69,6 +79,9 @@ def _out_of_memory(entry: KnownMessage, s: Situation, ctx: Context) -> None:
         ctx.notes.append(f"'{allowed[0]} allowed' is a per-process cap "
                          f"(torch.cuda.set_per_process_memory_fraction), not the GPU's size: "
                          f"raise or remove it.")
+    if tried is None and s.environment()[0] == "wsl" and re.search(
+            r"(?:CUDA|HIP) error: ?out of memory", text, re.IGNORECASE):
+        ctx.notes.append(WSL_VM_MEMORY)
     if vram and total and int(vram.group(1)) * 2**20 > 1.5 * total[1]:
         ctx.notes.append(f"The kernel log shows {int(vram.group(1)) / 1024:g} GiB of VRAM but "
                          f"HIP reports {total[0]}: HIP sees only part of this GPU's memory, as "
@@ -347,6 +360,42 @@ def _webui_abort(entry: KnownMessage, s: Situation, ctx: Context) -> None:
                          "no code for the GPU.")
 
 
+def _zluda_setup(entry: KnownMessage, s: Situation, ctx: Context) -> None:
+    """The launchers (SD.Next, the web UI's amdgpu fork, OneTrainer) print "Failed to load
+    ZLUDA: {e}" for any exception of their ZLUDA set-up, then fall back to CPU-only torch: a
+    missing HIP SDK is one such exception, not the only one."""
+    failed = re.search(r"Failed to (?:load|install) ZLUDA: ([^\n]+)", s.text)
+    if failed is None or re.search(r"ROCm agent enumerator failed|ROCm: version=None", s.text):
+        return
+    ctx.notes.append(f"The launcher's ZLUDA set-up raised \"{failed.group(1).strip()}\" and "
+                     "then installed CPU-only torch: that error is the cause.")
+    ctx.doubts.append("the text does not show the HIP SDK missing; a driver ZLUDA does not "
+                      "work with fails the same way (CS1o/Stable-Diffusion-Info issue 5: a "
+                      "PRO driver)")
+
+
+def _xformers_build(entry: KnownMessage, s: Situation, ctx: Context) -> None:
+    """xformers names the torch it was built for and the one it found ("PyTorch 2.1.2+cu121
+    with CUDA 1201 (you have 2.1.2+cpu)"): a CPU-only torch, a ROCm torch under a CUDA
+    xformers, or another version."""
+    m = re.search(r"PyTorch (\S+) with CUDA \S+ \(you have (\S+)\)", s.text)
+    if m is None:
+        return
+    built, have = m.group(1), m.group(2)
+    if have.endswith("+cpu"):
+        ctx.notes.append(f"You have torch {have}, the CPU-only build: no GPU extension loads "
+                         f"with it, whatever xformers you install.")
+        ctx.fix = ("Install the CUDA build of torch (the selector on pytorch.org gives the "
+                   "command for your CUDA); xformers built for it then loads.")
+    elif "rocm" in have:
+        ctx.notes.append(f"You have torch {have}, a ROCm build, under an xformers built for "
+                         f"CUDA ({built}): it cannot load on ROCm.")
+        ctx.fix = ("Install an xformers built for ROCm from the ROCm index of your torch, or "
+                   "uninstall xformers so the program uses torch's own attention.")
+    elif built.split("+")[0] != have.split("+")[0]:
+        ctx.notes.append(f"xformers was built for torch {built}; you have {have}.")
+
+
 RESOLVERS: dict[str, Callable[[KnownMessage, Situation, Context], None]] = {
     "gpu_code": targets._gpu_code, "out_of_memory": _out_of_memory,
     "machine_state": _machine_state, "user_groups": _user_groups, "torchvision": _torchvision,
@@ -357,7 +406,8 @@ RESOLVERS: dict[str, Callable[[KnownMessage, Situation, Context], None]] = {
     "masks": _masks, "nccl_last_error": _nccl_last_error, "xid": _xid, "dkms": _dkms,
     "tensile": targets._tensile, "ollama_gfx": targets._ollama_gfx,
     "override_format": _override_format, "torch_build": _torch_build,
-    "webui_abort": _webui_abort, "hipblaslt": stack._hipblaslt, "triton": stack._triton,
+    "webui_abort": _webui_abort, "zluda_setup": _zluda_setup,
+    "xformers_build": _xformers_build, "hipblaslt": stack._hipblaslt, "triton": stack._triton,
     "bitsandbytes": stack._bitsandbytes, "deepspeed": stack._deepspeed,
     "libtinfo": stack._libtinfo, "std_headers": stack._std_headers,
     "forward_compat": stack._forward_compat, "psp_ring": stack._psp_ring,

@@ -50,7 +50,7 @@ def native_note(gfx: str, since: str) -> str:
 
 def never_note(gfx: str) -> str:
     return (f"No ROCm release from 6.0 to {newest_known()} (those this table knows) lists "
-            f"{gfx}: ROCm does not ship code for it.")
+            f"{gfx} as supported: its libraries need not carry code for it.")
 
 
 def windows_note() -> str:

@@ -69,6 +69,9 @@ GPU_ERROR_SHAPES: tuple[str, ...] = (
     r"/dev/kfd", r"\bROCk module\b", r"\bNVIDIA driver\b", r"\bNVML\b",
     r"\b(?:CUDA|HIP|GPU) out of memory", r"\bROCm\b[^\n]*(?:error|fail)",
     r"\bAcceleratorError\b",
+    # the HIP runtime's own log at its error level (":1:", amd::LOG_ERROR in ROCm clr's
+    # rocclr/utils/debug.hpp): ":1:hip_memory.cpp:3354: IPC memory creation failed"
+    r"^:1:\w+\.(?:cpp|hpp)\s*:\s*\d+\s*:",
     # A GPU target or a GPU library named with a refusal: the library's own words.
     r"\bgfx[0-9a-f]{3,4}\b[^\n]*\b(?:not supported|unsupported|invalid)\b",
     r"(?i:flash[-_ ]?attn|flash[-_ ]?attention|xformers|bitsandbytes|triton)[^\n]*"

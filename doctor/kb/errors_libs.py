@@ -126,7 +126,10 @@ LIBRARY_MESSAGES: tuple[KnownMessage, ...] = (
         variants=(WINDOWS_ROCBLAS,), library="rocBLAS", threads=12),
     KnownMessage(
         "hipblaslt-tensile-missing", "rocblaslt: Could not load TensileLibrary_lazy_gfx", "error",
-        (r"rocblaslt error: Could not load [^\n]*TensileLibrary[^\n]*\.dat",),
+        (r"rocblaslt error: Could not load [^\n]*TensileLibrary[^\n]*\.dat",
+         # hipBLASLt's tensile_host.cpp when its library folder holds no file for the GPU
+         # (ROCm/hipBLASLt library/src/amd_detail/rocblaslt/src/tensile_host.cpp)
+         r"rocblaslt warning: No paths matched \S*hipblaslt\S*gfx"),
         "hipBLASLt (behind torch's matmuls on newer ROCm) ships no kernels for this GPU in "
         "the libraries in use (ollama issue 11652: ollama's bundled ROCm had none for "
         "gfx1200).",

@@ -4,7 +4,7 @@ distributed start-up. `threads` as in rocmdoctor.kb.errors_runtime."""
 from __future__ import annotations
 
 from rocmdoctor.kb.errors_base import NCCL_ERRORS, NCCL_TROUBLESHOOTING
-from rocmdoctor.kb.messages import KnownMessage
+from rocmdoctor.kb.messages import KnownMessage, Variant
 
 NCCL_SHM = NCCL_TROUBLESHOOTING + "#sharing-data"
 NCCL_1024 = "https://github.com/NVIDIA/nccl/issues/1024"
@@ -24,12 +24,13 @@ NCCL_MESSAGES: tuple[KnownMessage, ...] = (
         (r"\bNCCL error\b", r"\bnccl(UnhandledCuda|System|Internal|InvalidUsage|"
                             r"InvalidArgument|Remote)Error\b", r"\bRCCL\b.*\berror\b",
          r"NCCL WARN"),
-        "A collective (all-reduce, broadcast) failed in RCCL, AMD's NCCL: ncclSystemError and "
-        "ncclUnhandledCudaError mean a call into the OS or the GPU runtime failed (GPU peer "
-        "access, too little shared memory in a container), ncclInvalidUsage a bug in how the "
-        "program calls it.",
-        "Rerun with RCCL's log on to see the failing step; in containers start with "
-        "--ipc=host or a large --shm-size; check that every rank sees its own GPU.",
+        "A collective (all-reduce, broadcast) failed in NCCL (RCCL, its AMD port, says the "
+        "same): ncclSystemError and ncclUnhandledCudaError mean a call into the OS or the GPU "
+        "runtime failed (GPU peer access, too little shared memory in a container), "
+        "ncclInvalidUsage a bug in how the program calls it.",
+        "Rerun with NCCL_DEBUG=INFO (RCCL reads it too) to see the failing step; in "
+        "containers start with --ipc=host or a large --shm-size; check that every rank sees "
+        "its own GPU.",
         "visible-devices", NCCL_TROUBLESHOOTING,
         commands=(_DEBUG, "df -h /dev/shm"),
         unless=(r"NCCL WARN Missing \"",), context="nccl_last_error",
@@ -41,13 +42,22 @@ NCCL_MESSAGES: tuple[KnownMessage, ...] = (
         "nccl-shm-exhausted", "NCCL: shared memory segment could not be created", "error",
         (r"Call to posix_fallocate failed", r"Error while creating shared memory segment",
          r"\bncclShmOpen\b"),
-        "NCCL's shared-memory transport between ranks on one machine needs more /dev/shm "
-        "than the container has: docker gives 64 MB by default (NCCL issue 342; the MiniMax "
-        "maintainers read the same log line in a vLLM container).",
+        "NCCL's shared-memory transport between ranks on one machine could not create its "
+        "segment in /dev/shm. Most often /dev/shm is too small: docker gives a container 64 MB "
+        "by default (NCCL issue 342; the MiniMax maintainers read the same log line in a vLLM "
+        "container); the system error NCCL prints after the call says which it is.",
         "Give the container more shared memory, or share the host's; NCCL_SHM_DISABLE=1 "
         "avoids the transport at some speed cost.", "collectives", NCCL_SHM,
         commands=("df -h /dev/shm", "docker run --shm-size=16g <image>",
-                  "docker run --ipc=host <image>", "export NCCL_SHM_DISABLE=1"), threads=10),
+                  "docker run --ipc=host <image>", "export NCCL_SHM_DISABLE=1"),
+        variants=(Variant(
+            "shm_denied", "Make /dev/shm writable for every user again: its mode is 1777 "
+            "(drwxrwxrwt), as on any Linux system; NCCL_SHM_DISABLE=1 avoids the transport "
+            "meanwhile.", ("ls -ld /dev/shm", "sudo chmod 1777 /dev/shm",
+                           "export NCCL_SHM_DISABLE=1"),
+            "shm_open was refused (Permission denied): this user may not create files in "
+            "/dev/shm, so its size is not the problem (NCCL issue 328: the same refusal, "
+            "gone once the user could write there)."),), threads=10),
     KnownMessage(
         "nccl-unhandled-cuda-error", "ncclUnhandledCudaError: Call to CUDA function failed",
         "error",

@@ -18,12 +18,27 @@ BNB_1519 = "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1519"
 DEEPSPEED_1816 = "https://github.com/deepspeedai/DeepSpeed/issues/1816"
 HCC_964 = "https://github.com/ROCm/hcc/issues/964"
 MIOPEN_2049 = "https://github.com/ROCm/MIOpen/issues/2049"
+# The warning is xformers' own (xformers/_cpp_lib.py); PIA issue 30: "(you have 2.1.2+cpu)",
+# the maintainer's answer a CPU-only torch.
+XFORMERS_CPP_LIB = "https://github.com/facebookresearch/xformers/blob/main/xformers/_cpp_lib.py"
 
 TRITON_PIP = "pip list 2>/dev/null | grep -i triton"
 TRITON_REQUIRES = ('python -c "import importlib.metadata as m; '
                    "print([r for r in m.requires('torch') or [] if 'triton' in r])\"")
 
 STACK_MESSAGES: tuple[KnownMessage, ...] = (
+    KnownMessage(
+        "xformers-build-mismatch", "xFormers can't load C++/CUDA extensions", "error",
+        (r"xFormers can't load C\+\+/CUDA extensions",),
+        "The installed xformers was built for another torch (its version, or its CUDA build) "
+        "than the one Python imports, so its compiled kernels do not load: the program runs "
+        "on without them (slower attention, no memory-efficient kernels) or fails where it "
+        "needs them. The '(you have ...)' after the versions it was built for says which.",
+        "Install the xformers release built for your torch, from the same index as torch "
+        "(pip install xformers --index-url https://download.pytorch.org/whl/<cu121 or "
+        "yours>), or the torch version it was built for.", "torch-install", XFORMERS_CPP_LIB,
+        commands=(TORCH_BUILD, "pip show xformers torch"), context="xformers_build",
+        library="xformers"),
     KnownMessage(
         "hipblaslt-unsupported-arch", "torch: Attempting to use hipBLASLt on an unsupported "
         "architecture", "error",

@@ -66,7 +66,7 @@ TORCH_MESSAGES: tuple[KnownMessage, ...] = (
         "with CUDA enabled' follows from that.",
         "Install the AMD HIP SDK for Windows that the launcher's guide names, delete the "
         "launcher's venv folder, and start it again so it installs the GPU build.",
-        "torch-install", HIP_SDK_WINDOWS, threads=3),
+        "torch-install", HIP_SDK_WINDOWS, context="zluda_setup", threads=3),
     KnownMessage(
         "webui-torch-gpu-test", "Torch is not able to use GPU (web UI start-up test)", "error",
         (r"Torch is not able to use GPU; add --skip-torch-cuda-test",),

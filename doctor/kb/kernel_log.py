@@ -243,7 +243,10 @@ AMD_MESSAGES: tuple[KnownMessage, ...] = (
         "amdgpu-firmware", ROCM_5814, commands=(DMESG_AMDGPU,), needs_root=True,
         # a program's own "Memory access fault by GPU node" is the same fault, seen by the
         # runtime: one answer where both are pasted
-        yields_to=("memory-access-fault", "memory-access-fault-override")),
+        yields_to=("memory-access-fault", "memory-access-fault-override"),
+        # after a reset the driver has torn down the processes' mappings: a fault logged then
+        # (often "for process pid 0") is the reset's, not a second cause
+        follows=("amdgpu-ring-timeout", "amdgpu-mes-hang")),
     KnownMessage(
         "amdgpu-ras-uncorrectable", "GPU reported an uncorrectable hardware error", "kernel-log",
         (r"uncorrectable hardware error\(\S+\) detected", r"\d+ (?:new )?uncorrectable hardware "

@@ -38,6 +38,9 @@ class KnownMessage:
     needs_relogin: bool = False
     unless: tuple[str, ...] = ()  # a line matching one of these does not count
     yields_to: tuple[str, ...] = ()  # keys of more precise entries that replace this one
+    # keys of entries that, found earlier in the same text, caused this one (a page fault
+    # logged after a GPU reset is the reset's); found later, they do not replace it
+    follows: tuple[str, ...] = ()
     context: Optional[str] = None  # rocmdoctor.explain function that adds specific facts
     variable: Optional[str] = None  # the environment variable an entry is about
     # How bad the message is where the kernel-log check finds it: "fail" (the GPU or its driver
