@@ -31,7 +31,7 @@ SIGNAL = re.compile(
     r"hsa|kfd|amdgpu|nvrm|xid|nccl|rccl|miopen|rocblas|blas|triton|bitsandbytes|tensile|"
     r"capability|override|visible_devices|\bpcie|\baer\b|\bpsp\b|firmware|libtinfo|file \"|"
     r"dmesg|kernel:|driver|too old|no kernel image|code object|tinfo|module|export |atomic|"
-    r"launch bounds|no socket interface|crash|\bhangs?\b|\bhung\b|freez",
+    r"launch bounds|no socket interface|crash|\bhangs?\b|\bhung\b|freez|cpu-only",
     re.IGNORECASE)
 
 
