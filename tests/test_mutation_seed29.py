@@ -1,0 +1,74 @@
+"""What the mutation run of seed 29 (docs/testing.md) found no test for: each test below
+fails on the change that survived, and passes on the code as it is."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from rocmdoctor.explain import explain_text
+from rocmdoctor.host.base import _magic
+from rocmdoctor.tuners.codec import batch_search_dict, batch_search_from
+from rocmdoctor.tuners.model import BatchSearch
+from tests.deep_runs import deep_report, h200_host, recorded, result_of, variant
+from tests.helpers import host_of
+
+
+def test_a_file_systems_magic_number_keeps_its_32_bits() -> None:
+    # statfs reports f_type as a C long: a negative value is the same 32 bits sign-extended,
+    # a hex string is read as written; beyond 64 bits or below a 32-bit long it is no number
+    assert _magic(0x6969) == 0x6969
+    assert _magic(-1) == 0xFFFFFFFF and _magic(-(2**31)) == 0x80000000
+    assert _magic(-(2**31) - 1) is None
+    assert _magic("0xFFFFFFFF") == 0xFFFFFFFF and _magic("0x1FFFFFFFF") == 0xFFFFFFFF
+    assert _magic("0x" + "f" * 17) is None and _magic(True) is None and _magic("nfs") is None
+
+
+def test_a_checks_duration_is_the_time_it_took() -> None:
+    from rocmdoctor.model import Check, Status
+    from rocmdoctor.runner import run_checks
+
+    class Slow(Check):
+        id = "slow-test"
+        title = "a check that takes 50 ms"
+
+        def run(self, host: Any) -> Any:
+            time.sleep(0.05)
+            return self.result(Status.PASS, "done")
+
+    [result] = run_checks(host_of(), [Slow()]).results
+    assert 40 <= result.duration_ms < 5000
+
+
+def _memory_names(size: int) -> list[str]:
+    run = variant(recorded("h200-quick.json"))
+    run["gpus"][0]["memory"]["bytes"] = size
+    found = result_of(deep_report(h200_host(run)), "memory-bandwidth")
+    return [f.name for f in found.figures]
+
+
+def test_the_memory_figures_name_their_buffers_in_the_unit_that_fits() -> None:
+    assert _memory_names(1 << 30) == ["device-to-device copy of 1 GiB buffers",
+                                      "triad a = b + s*c of 1 GiB buffers"]
+    assert _memory_names(4 << 20) == ["device-to-device copy of 4 MiB buffers",
+                                      "triad a = b + s*c of 4 MiB buffers"]
+
+
+def test_the_process_torch_lists_holding_what_torch_allocated_is_this_one() -> None:
+    # torch's message lists every process on the GPU; the one holding about what PyTorch
+    # allocated (up to 2 GiB more: the context) is the process that raised it
+    base = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has "
+            "a total capacity of 23.64 GiB of which 1.06 GiB is free. Process 4242 has {} "
+            "memory in use. Of the allocated memory 20.10 GiB is allocated by PyTorch, and "
+            "1.20 GiB is reserved by PyTorch but unallocated.")
+    own = explain_text(base.format("21.50 GiB"), None)[0].notes
+    assert not any("Process 4242" in n for n in own)
+    other = explain_text(base.format("23.00 GiB"), None)[0].notes
+    assert ("Process 4242 holds 23.00 GiB on this GPU: if that is another program, stop it or "
+            "use another GPU.") in other
+
+
+def test_a_batch_search_keeps_how_its_sizes_were_chosen() -> None:
+    search = BatchSearch(sizes=(64, 128), how="doublings of yours up to the largest that fits")
+    assert batch_search_from(batch_search_dict(search)).how == search.how
+    assert batch_search_from({}).how == "not planned"
