@@ -491,7 +491,7 @@ def test_a_slow_window_and_thermal_throttling_under_stress_warn() -> None:
 
 # --- two GPUs ---------------------------------------------------------------------------------
 
-def _two_h200(p2p_gbs: float = 376.0, replays_after: int = 0) -> Any:
+def _two_h200(p2p_gbs: float = 376.0, replays_after: int = 0, replays_before: int = 0) -> Any:
     import gzip
 
     from rocmdoctor.host.snapshot import SnapshotHost
@@ -506,6 +506,7 @@ def _two_h200(p2p_gbs: float = 376.0, replays_after: int = 0) -> Any:
                                                        "crc_data": 0} for i in range(18)}
         gpu["counters"]["after"]["links"] = json.loads(json.dumps(
             gpu["counters"]["before"]["links"]))
+    run["gpus"][1]["counters"]["before"]["links"]["5"]["replay"] = replays_before
     run["gpus"][1]["counters"]["after"]["links"]["5"]["replay"] = replays_after
     rate = {"unit": "GB/s", "median": p2p_gbs, "min": p2p_gbs * 0.995, "max": p2p_gbs * 1.004,
             "spread_pct": 0.9, "n": 7, "samples": [p2p_gbs] * 7}
@@ -527,6 +528,15 @@ def test_two_nvlinked_h200s_copy_at_their_links_rate() -> None:
                 "337.5 GB/s, 75 % of 450.0 GB/s, NV18: NVLink 4, 18 links x 25 GB/s per "
                 "direction (NVIDIA H200: 18 links, 900 GB/s bidirectional per GPU; NV18 is the "
                 "bond between this pair, all 18 when the GPUs meet through NVSwitch)")
+
+
+def test_nvlink_errors_are_what_the_counters_grew_by_during_the_run() -> None:
+    # a link that had counted 40 replays before the run and 42 after counted 2 during it
+    result = result_of(deep_report(_two_h200(replays_before=40, replays_after=42)), "gpu-links")
+    assert result.summary == ("GPU 1 NVIDIA H200: NVLink 5 counted errors during the run "
+                              "(replay +2)")
+    same = result_of(deep_report(_two_h200(replays_before=42, replays_after=42)), "gpu-links")
+    assert same.status is Status.PASS
 
 
 def test_nvlink_errors_counted_during_the_run_are_a_warning() -> None:

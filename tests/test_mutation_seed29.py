@@ -72,3 +72,21 @@ def test_a_batch_search_keeps_how_its_sizes_were_chosen() -> None:
     search = BatchSearch(sizes=(64, 128), how="doublings of yours up to the largest that fits")
     assert batch_search_from(batch_search_dict(search)).how == search.how
     assert batch_search_from({}).how == "not planned"
+
+
+def test_an_unknown_local_version_is_no_clash_of_variants() -> None:
+    from rocmdoctor.checks.torchvision_match import variants_clash
+
+    # a source build's "+git1234" says nothing of its variant: no clash is claimed
+    assert variants_clash("git1234", "rocm6.2") is False
+    assert variants_clash("rocm6.2", "git1234") is False
+    assert variants_clash("rocm6.2", "cu121") is True
+
+
+def test_rocm_path_names_a_root_only_where_that_folder_exists() -> None:
+    from rocmdoctor.facts.platform import rocm_roots
+
+    there = host_of(env={"ROCM_PATH": "/opt/rocm-6.2.0/"}, dirs={"/opt/rocm-6.2.0": []})
+    assert "/opt/rocm-6.2.0" in rocm_roots(there)
+    gone = host_of(env={"ROCM_PATH": "/opt/rocm-6.2.0"})
+    assert "/opt/rocm-6.2.0" not in rocm_roots(gone)
