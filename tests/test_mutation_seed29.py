@@ -6,6 +6,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import pytest
+
 from rocmdoctor.explain import explain_text
 from rocmdoctor.host.base import _magic
 from rocmdoctor.tuners.codec import batch_search_dict, batch_search_from
@@ -90,3 +92,53 @@ def test_rocm_path_names_a_root_only_where_that_folder_exists() -> None:
     assert "/opt/rocm-6.2.0" in rocm_roots(there)
     gone = host_of(env={"ROCM_PATH": "/opt/rocm-6.2.0"})
     assert "/opt/rocm-6.2.0" not in rocm_roots(gone)
+
+
+@pytest.mark.live
+def test_a_snapshot_replays_the_files_the_live_run_read(tmp_path: Any) -> None:
+    from rocmdoctor.host.live import LiveHost
+    from rocmdoctor.host.snapshot import SnapshotHost, build_snapshot
+
+    release = tmp_path / "os-release"
+    release.write_text('NAME="Test Linux"\n', encoding="utf-8")
+    live = LiveHost(probe=lambda: {}, environ={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
+    assert live.read_file(str(release)) == 'NAME="Test Linux"\n'
+    data = build_snapshot(live, redact=False)
+    assert data["files"][str(release)] == 'NAME="Test Linux"\n'
+    assert SnapshotHost(data).read_file(str(release)) == 'NAME="Test Linux"\n'
+
+
+def test_the_ld_library_path_left_keeps_every_other_folder_in_order() -> None:
+    from types import SimpleNamespace
+
+    from rocmdoctor.checks.torch_rocm_match import TorchRocmMatch
+    from rocmdoctor.facts.libload import LibLoad
+
+    torch = SimpleNamespace(bundles_rocm=True)
+    load = LibLoad(ran=True, failure=None, torch_lib="/site/torch/lib",
+                   ld_library_path=("/usr/local/lib", "/opt/rocm/lib/", "/opt/x lib"))
+    assert TorchRocmMatch._shadowed(torch, load, "/opt/rocm/lib/libamdhip64.so.6") == (
+        "/opt/rocm/lib/", "export LD_LIBRARY_PATH='/usr/local/lib:/opt/x lib'")
+    alone = LibLoad(ran=True, failure=None, ld_library_path=("/opt/rocm/lib",))
+    assert TorchRocmMatch._shadowed(torch, alone, "/opt/rocm/lib/libamdhip64.so.6") == (
+        "/opt/rocm/lib", "unset LD_LIBRARY_PATH")
+
+
+def test_the_full_deep_plan_measures_more_than_the_tiny_one_everywhere() -> None:
+    from rocmdoctor.host.deep_child import FULL, TINY
+
+    def numbers(plan: Any, where: str = "") -> dict[str, float]:
+        out: dict[str, float] = {}
+        for key, value in plan.items():
+            if isinstance(value, dict):
+                out.update(numbers(value, f"{where}{key}."))
+            else:
+                out[where + key] = value
+        return out
+
+    full, tiny = numbers(FULL), numbers(TINY)
+    assert full.keys() == tiny.keys()
+    for key in full:
+        if key != "shape_scale":  # the tiny plan divides the reference shapes by it
+            assert full[key] >= tiny[key] > 0, key
+    assert FULL["memory"] == 1 << 30  # the 1 GiB buffers docs/benchmarks.md's figures name
