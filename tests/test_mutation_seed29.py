@@ -142,3 +142,30 @@ def test_the_full_deep_plan_measures_more_than_the_tiny_one_everywhere() -> None
         if key != "shape_scale":  # the tiny plan divides the reference shapes by it
             assert full[key] >= tiny[key] > 0, key
     assert FULL["memory"] == 1 << 30  # the 1 GiB buffers docs/benchmarks.md's figures name
+
+
+def test_an_optimizer_implementation_outside_its_choices_is_a_problem() -> None:
+    from rocmdoctor.tuners.bench.spec import BenchSpec
+
+    assert BenchSpec(settings={"optimizer_impl": "fused"}).problems() == []
+    assert BenchSpec(settings={"optimizer_impl": "turbo"}).problems() == [
+        "setting 'optimizer_impl' must be one of for-loop, foreach, fused"]
+
+
+def test_the_result_records_the_hip_queue_count(monkeypatch: Any) -> None:
+    # GPU_MAX_HW_QUEUES (ROCm's HIP runtime) changes how kernels are queued: a result keeps it
+    pytest.importorskip("torch")
+    from rocmdoctor.tuners.bench.environment import knob_env
+
+    monkeypatch.setenv("GPU_MAX_HW_QUEUES", "2")
+    monkeypatch.setenv("GPU_OTHER_THING", "1")
+    env = knob_env()
+    assert env["GPU_MAX_HW_QUEUES"] == "2" and "GPU_OTHER_THING" not in env
+
+
+def test_a_child_stopped_by_its_caller_is_recorded_as_pruned() -> None:
+    from rocmdoctor.tuners.bench.child import _classify
+    from rocmdoctor.tuners.bench.spec import BenchSpec
+
+    assert _classify(BenchSpec(), {"index": 1}, "pruned", -15, "", 60.0) == (
+        "pruned", None, "stopped by the caller after measured window 2")
