@@ -402,6 +402,7 @@ CPU_TABLE: list[tuple[str, Optional[tuple[str, str]]]] = [
      ("ValueError", "CachingAllocator option max_split_size_mb too small, must be >= 40")),
     ("large_segment_size_mb:10",
      ("ValueError", "CachingAllocator option large_segment_size_mb must be > 10 MB")),
+    ("large_segment_size_mb", ("RuntimeError", "Index out of bounds in ConfigTokenizer")),
     ("max_split_size_mb=128", ("RuntimeError", "Index out of bounds in ConfigTokenizer")),
     ("max_split_size_mb:abc", ("ValueError", "stoull")),
     ("max_split_size_mb:99999999999999999999999", ("IndexError", "stoull")),
