@@ -169,3 +169,13 @@ def test_a_child_stopped_by_its_caller_is_recorded_as_pruned() -> None:
 
     assert _classify(BenchSpec(), {"index": 1}, "pruned", -15, "", 60.0) == (
         "pruned", None, "stopped by the caller after measured window 2")
+
+
+def test_the_deep_child_records_every_variable_the_verdicts_name() -> None:
+    # the child sends only ENV_NAMES back; a verdict reading any other name never sees it set
+    from rocmdoctor.checks.conv_rate import MIOPEN_VARS
+    from rocmdoctor.host.deep_child import ENV_NAMES
+    from rocmdoctor.kb import deep_rules
+
+    named = set(MIOPEN_VARS) | {c.name for c in deep_rules.ENV_CAUSES}
+    assert named <= set(ENV_NAMES), sorted(named - set(ENV_NAMES))
