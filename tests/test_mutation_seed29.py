@@ -179,3 +179,13 @@ def test_the_deep_child_records_every_variable_the_verdicts_name() -> None:
 
     named = set(MIOPEN_VARS) | {c.name for c in deep_rules.ENV_CAUSES}
     assert named <= set(ENV_NAMES), sorted(named - set(ENV_NAMES))
+
+
+def test_a_paste_names_the_system_libraries_it_shows() -> None:
+    from rocmdoctor.explain.paste import read_facts
+
+    text = ("ImportError: /usr/lib/x86_64-linux-gnu/libstdc++.so.6: version `GLIBCXX_3.4.30' not "
+            "found (required by /opt/conda/lib/python3.10/site-packages/torch/lib/libtorch.so)")
+    assert "libstdc++" in read_facts(text).values("library", None)
+    tinfo = "/bin/bash: /opt/conda/lib/libtinfo.so.6: no version information available"
+    assert "libtinfo" in read_facts(tinfo).values("library", None)
