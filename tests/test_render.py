@@ -183,6 +183,10 @@ def test_skips_that_follow_from_one_failure_name_it_once() -> None:
         "\n"
         "0 passed, 0 warnings, 1 failed, 2 skipped, 0 errors\n")
     assert json.loads(render_json(report))["checks"][2]["root_cause"] == "kfd-access"
+    # a line too long for the terminal goes on indented by two, never cut
+    narrow = render_terminal(report, width=50)
+    assert ("not run because kfd-access failed: gpu-agents,\n"
+            "  torch-device (fix kfd-access first)\n") in narrow
 
 
 def test_the_header_line_is_bold() -> None:
