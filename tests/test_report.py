@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -224,6 +225,15 @@ def test_a_huge_snapshot_fits_githubs_limit_and_says_what_was_cut() -> None:
     assert len(text) <= GITHUB_BODY_LIMIT
     assert "_Cut to fit GitHub's 65,536-character limit:" in text
     assert "lines of rocm-smi" in text
+    # the count said is the count cut: the lines shown and the lines cut make the section
+    [said] = re.findall(r"(\d+) lines of rocm-smi", text)
+    def section(report: str, end: str) -> list[str]:
+        block = report[report.index("<summary>rocm-smi</summary>"):]
+        return block[block.index("```\n") + 4:block.index(end)].splitlines()
+
+    whole = section(render(data, limit=10**9), "```\n\n</details>")
+    shown = section(text, f"... ({said} lines cut)")
+    assert shown == whole[:len(shown)] and len(shown) + int(said) == len(whole)
     # The header and the problems are never cut.
     assert "| ROCm | 6.2.1 at /opt/rocm (found by /opt/rocm; system packages) |" in text and "**allocator-config**" in text
 

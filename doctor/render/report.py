@@ -122,6 +122,9 @@ def render_markdown(
     while len(text) > limit:
         i = max(range(len(bodies)), key=lambda j: len(bodies[j]))
         lines = bodies[i].splitlines()
+        title = sections[i].title
+        if title in cut:  # cut before: its last line is the note, no line of the section
+            lines = lines[:-1]
         if len(lines) <= 1 and len(bodies[i]) < 200:
             break
         keep = max(len(lines) // 2, 0) if len(lines) > 1 else 0
