@@ -189,3 +189,28 @@ def test_a_paste_names_the_system_libraries_it_shows() -> None:
     assert "libstdc++" in read_facts(text).values("library", None)
     tinfo = "/bin/bash: /opt/conda/lib/libtinfo.so.6: no version information available"
     assert "libtinfo" in read_facts(tinfo).values("library", None)
+
+
+def test_a_data_parallel_spec_runs_the_launcher_module_that_exists() -> None:
+    import importlib.util
+
+    from rocmdoctor.tuners.bench.child import worker_argv
+    from rocmdoctor.tuners.bench.spec import BenchSpec
+
+    worker = "rocmdoctor.tuners.bench.worker"
+    cases = ((BenchSpec(nproc=2), "rocmdoctor.tuners.bench.ddp_launch"), (BenchSpec(), worker),
+             (None, worker))
+    for spec, module in cases:
+        argv = worker_argv("/usr/bin/python3", spec)
+        assert argv == ["/usr/bin/python3", "-m", module]
+        assert importlib.util.find_spec(module) is not None
+
+
+def test_every_image_model_takes_real_data() -> None:
+    from rocmdoctor.tuners.bench.spec import BenchSpec
+
+    for model in ("resnet50", "vit_b_16", "tinycnn"):
+        assert BenchSpec(model=model, data="/data/images").problems() == [], model
+    assert BenchSpec(model="gpt2", data="/data/images").problems() == [
+        "--data takes images: it works with the image models (resnet50, vit_b_16, tinycnn), "
+        "not gpt2"]
