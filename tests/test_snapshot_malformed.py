@@ -56,6 +56,8 @@ MUTATIONS: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
      f'paths["{KFD}"].readable must be true or false'),
     ("gid-string", _set("paths", KFD, "gid", value="110"), f'paths["{KFD}"].gid must be an '
                                                             "integer or null"),
+    ("symlink-target-number", _set("paths", KFD, "target", value=5),
+     f'paths["{KFD}"].target must be a string or null, not the number 5'),
     ("stdout-number", _set("commands", SMI, "stdout", value=42),
      f'commands["{SMI}"].stdout must be a string, not the number 42'),
     ("returncode-string", _set("commands", SMI, "returncode", value="0"),
