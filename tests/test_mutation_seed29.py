@@ -214,3 +214,27 @@ def test_every_image_model_takes_real_data() -> None:
     assert BenchSpec(model="gpt2", data="/data/images").problems() == [
         "--data takes images: it works with the image models (resnet50, vit_b_16, tinycnn), "
         "not gpt2"]
+
+
+def test_the_stress_runs_telemetry_is_read_apart_from_the_quick_levels() -> None:
+    from rocmdoctor.facts.deep_results import Telemetry
+
+    load = {"samples": 120, "clock_mhz": {"median": 1455.0, "p95": 1470.0, "min": 1410.0},
+            "power_w": {"median": 690.0, "max": 701.0}, "temperature_c": {"max": 71.0}}
+    read = Telemetry.parse({"source": "nvml", "under_load": load, "stress": load})
+    assert read.stress is not None and read.stress == read.under_load
+    assert (read.stress.samples, read.stress.clock_median, read.stress.power_max) == (
+        120, 1455.0, 701.0)
+    assert Telemetry.parse({"source": "nvml", "under_load": load}).stress is None
+
+
+def test_an_nvidia_machine_without_rocm_smi_reports_only_nvidia_smi() -> None:
+    import gzip
+    import json
+
+    from rocmdoctor.facts.collect_env import gather
+    from rocmdoctor.host.snapshot import SnapshotHost
+
+    with gzip.open("tests/fixtures/h200-snapshot.json.gz", "rt", encoding="utf-8") as fh:
+        h200 = SnapshotHost(json.load(fh))
+    assert [s.title for s in gather(h200).smi] == ["nvidia-smi"]
