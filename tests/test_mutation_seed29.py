@@ -238,3 +238,17 @@ def test_an_nvidia_machine_without_rocm_smi_reports_only_nvidia_smi() -> None:
     with gzip.open("tests/fixtures/h200-snapshot.json.gz", "rt", encoding="utf-8") as fh:
         h200 = SnapshotHost(json.load(fh))
     assert [s.title for s in gather(h200).smi] == ["nvidia-smi"]
+
+
+@pytest.mark.live
+def test_a_huge_file_is_read_up_to_4_mib(tmp_path: Any) -> None:
+    # /proc and /sys files are small; a log that is not stops at 4 MiB, the snapshot's share
+    from rocmdoctor.host.live import LiveHost
+
+    huge = tmp_path / "huge.log"
+    huge.write_bytes(b"x" * (5 << 20))
+    small = tmp_path / "small.log"
+    small.write_bytes(b"y" * ((4 << 20) - 1))
+    live = LiveHost(probe=lambda: {}, environ={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
+    assert len(live.read_file(str(huge)) or "") == 4 << 20
+    assert len(live.read_file(str(small)) or "") == (4 << 20) - 1
