@@ -120,6 +120,7 @@ def test_the_random_resized_crop_draws_torchvisions_areas_and_aspect_ratios() ->
 def test_loader_settings_drop_what_acts_only_with_workers() -> None:
     none = LoaderSettings.of({"persistent_workers": True, "prefetch_factor": 4})
     assert none.dataloader_args() == {"num_workers": 0, "pin_memory": False}
+    assert (none.persistent_workers, none.prefetch_factor) == (False, None)
     four = LoaderSettings.of({"num_workers": 4, "persistent_workers": True,
                               "prefetch_factor": 4, "pin_memory": True})
     assert four.dataloader_args() == {"num_workers": 4, "pin_memory": True,
