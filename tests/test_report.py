@@ -238,6 +238,16 @@ def test_a_huge_snapshot_fits_githubs_limit_and_says_what_was_cut() -> None:
     assert "| ROCm | 6.2.1 at /opt/rocm (found by /opt/rocm; system packages) |" in text and "**allocator-config**" in text
 
 
+def test_a_section_of_one_huge_line_is_cut_whole() -> None:
+    # one line of 300,000 characters is halved away with the lines after it, and said so
+    data = MACHINES["mi300x-x4-rocm6.2"]()
+    data["commands"]["rocm-smi"] = ok("x" * 300_000)
+    text = render(data)
+    assert len(text) <= GITHUB_BODY_LIMIT and "x" * 1000 not in text
+    assert "```\n$ rocm-smi\n... (4 lines cut)\n```" in text
+    assert "_Cut to fit GitHub's 65,536-character limit: 4 lines of rocm-smi._" in text
+
+
 def test_the_account_behind_sudo_is_redacted_too(tmp_path: Path) -> None:
     # Run as root through sudo, findings name the account that trains (SUDO_USER).
     import subprocess
