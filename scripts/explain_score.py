@@ -77,7 +77,8 @@ def outcome(c: Case, result: Diagnosis) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--split", choices=("train", "test", "novel", "fresh", "train-3",
-                                            "test-3", "train-4", "test-4", "fresh-5", "fresh-6", "fresh-7"),
+                                            "test-3", "train-4", "test-4", "fresh-5", "fresh-6",
+                                            "fresh-7"),
                         help="only the texts of one split of the newest collection")
     parser.add_argument("--heldout", action="store_true", help="only the older held-out texts")
     parser.add_argument("--in-sample", action="store_true", help="only the texts the "

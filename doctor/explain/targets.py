@@ -334,7 +334,8 @@ def _triple(version: str) -> str:
 def _ollama_gfx(entry: KnownMessage, s: Situation, ctx: Context) -> None:
     from rocmdoctor.kb.trackers import tracker
 
-    gpus = list(dict.fromkeys(re.findall(r"gpu_type=(gfx[0-9a-f]+)", s.text)))
+    gpus = list(dict.fromkeys(a or b for a, b in re.findall(
+        r"gpu_type=(gfx[0-9a-f]+)|amdgpu \[\d+\] (gfx[0-9a-f]+) is not supported", s.text)))
     if re.search(r"supported types:\[\]", s.text):
         ctx.notes.append("'supported types:[]': ollama found no ROCm library it can match; on "
                          "Windows community builds replace rocblas.dll and its library "
@@ -344,6 +345,12 @@ def _ollama_gfx(entry: KnownMessage, s: Situation, ctx: Context) -> None:
         if since is not None:
             ctx.notes.append(native_note(gfx, since) + " ollama's bundled ROCm libraries lack "
                              "it: update ollama.")
+            if s.environment()[0] == "container":
+                ctx.fix = (f"Pull a newer ollama/ollama:rocm image (its bundled ROCm libraries "
+                           f"lack {gfx}) and start the container again; no "
+                           f"HSA_OVERRIDE_GFX_VERSION.")
+                ctx.commands.append("docker pull ollama/ollama:rocm")
+                return
             known = tracker("ollama")
             if known is not None and known.rebuild:
                 ctx.commands.append(known.rebuild)

@@ -20,6 +20,7 @@ catalogue of kernel-log lines (the kernel-log check's).
 
 from __future__ import annotations
 
+from rocmdoctor.kb import nvidia_xid
 from rocmdoctor.kb.errors_apps import APP_MESSAGES
 from rocmdoctor.kb.errors_cuda import CUDA_BUILD_MESSAGES
 from rocmdoctor.kb.errors_hsa import HSA_MESSAGES
@@ -102,7 +103,9 @@ GPU_ERROR_SHAPES: tuple[str, ...] = (
 GENERIC_KEYS = frozenset({
     "nccl-error", "miopen-error", "hip-invalid-argument", "hip-launch-failure",
     "cuda-launch-failure", "hsa-exception", "memory-access-fault", "cuda-illegal-address",
-    "hip-illegal-address",
+    "hip-illegal-address", "nvidia-init-failed",
+    # the Xids NVIDIA's catalog gives a program, a driver and a GPU cause alike
+    *(f"nvidia-xid-{x.code}" for x in nvidia_xid.XIDS if x.fix == nvidia_xid.APP_FIX),
 })
 
 # Checks of things only a Linux machine has (/dev/kfd, the amdgpu module, the kernel log,

@@ -16,7 +16,10 @@ APP_MESSAGES: tuple[KnownMessage, ...] = (
     KnownMessage(
         "ollama-amdgpu-not-supported", "ollama: amdgpu is not supported (supported types)",
         "error",
-        (r"amdgpu is not supported \(supported types:\[",),
+        (r"amdgpu is not supported \(supported types:\[",
+         # the same check's older wording (ollama 0.1.32's amd_linux.go, in ollama issue 4099):
+         # "amdgpu [0] gfx1103 is not supported by /tmp/ollama.../rocm [gfx1030 gfx1100 ...]"
+         r"amdgpu \[\d+\] gfx[0-9a-f]+ is not supported by \S+ \[gfx"),
         "Ollama's bundled ROCm libraries have no build for this GPU's gfx target, so it runs "
         "on the CPU. An empty list ('supported types:[]') means it found no ROCm libraries "
         "it can match at all (Windows community builds without their rocblas.dll and "

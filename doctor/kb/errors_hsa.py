@@ -92,7 +92,8 @@ HSA_MESSAGES: tuple[KnownMessage, ...] = (
         "Read KFD's lines in the kernel log; for more detail run rocminfo once with "
         "HSAKMT_DEBUG_LEVEL=7.", "gpu-agents", ROCMINFO_41,
         commands=("sudo dmesg | grep -i kfd", "HSAKMT_DEBUG_LEVEL=7 rocminfo"),
-        needs_root=True, yields_to=("kfd-unsupported-gpu", "kfd-pci-rejects-atomics"), threads=3),
+        needs_root=True, yields_to=("kfd-unsupported-gpu", "kfd-not-supported",
+                                    "kfd-pci-rejects-atomics"), threads=3),
     KnownMessage(
         "kfd-eperm", "Unable to open /dev/kfd: Operation not permitted", "error",
         (r"Unable to open /dev/kfd read-write: Operation not permitted",),
@@ -134,7 +135,8 @@ HSA_MESSAGES: tuple[KnownMessage, ...] = (
         wsl_commands=("cat /etc/os-release", "ls -l /dev/dxg", "cat /opt/rocm/.info/version"),
         yields_to=("kfd-permission", "kfd-enomem", "kfd-eperm", "kfd-open", "rock-not-loaded",
                    "rocm-on-nvidia", "container-no-lsmod", "container-kfd-groups",
-                   "kfd-unsupported-gpu", "kfd-pci-rejects-atomics", "hsa-queue-out-of-resources"),
+                   "kfd-unsupported-gpu", "kfd-not-supported", "kfd-pci-rejects-atomics",
+                   "hsa-queue-out-of-resources"),
         threads=18),
     KnownMessage(
         "rock-not-loaded", "ROCk module is NOT loaded", "error",
@@ -172,7 +174,8 @@ HSA_MESSAGES: tuple[KnownMessage, ...] = (
         "render/video does not apply inside: /dev/kfd opens only if the container was given "
         "the owning groups.",
         _CONTAINER_GROUPS, "kfd-access", ROCM_DOCKER,
-        commands=(KFD_NODES, "id", _GROUP_ADD), yields_to=("kfd-open",), threads=3),
+        commands=(KFD_NODES, "id", _GROUP_ADD),
+        yields_to=("kfd-open", "kfd-unsupported-gpu", "kfd-not-supported"), threads=3),
     KnownMessage(
         "hsa-init-failed", "hsa_init failed with 1008", "error",
         (r"hsa_init failed with 1008", r"hsa_init failed with 0x1008"),

@@ -114,6 +114,9 @@ STACK_MESSAGES: tuple[KnownMessage, ...] = (
                           "backend they load), then run `python -m bitsandbytes`.",
                           ("pip install -U bitsandbytes", "python -m bitsandbytes"),
                           "The text shows bitsandbytes' old CUDA setup.")),
+        # its CUDA setup saying libcuda.so was not found: the driver library is the cause
+        # and the CPU library the consequence (bitsandbytes pull 337: WSL's /usr/lib/wsl/lib)
+        yields_to=("libcuda-missing",),
         context="bitsandbytes", library="bitsandbytes", threads=4),
     KnownMessage(
         "bitsandbytes-rocm-library-broken", "bitsandbytes' ROCm library misses a symbol",

@@ -296,7 +296,9 @@ TORCH_MESSAGES: tuple[KnownMessage, ...] = (
     KnownMessage(
         "libcuda-missing", "libcuda.so: cannot open shared object file", "error",
         (r"libcuda\.so(?:\.1)?: cannot open shared object file", r"cannot find -lcuda\b",
-         r"libcuda\.so cannot found"),
+         r"libcuda\.so cannot found",
+         # bitsandbytes' CUDA setup before 0.43 (cuda_setup/main.py), then its CPU library
+         r"CUDA SETUP: WARNING! libcuda\.so not found!"),
         "The NVIDIA driver's user-space library is not on the loader path. Under WSL it lives "
         "in /usr/lib/wsl/lib and only libcuda.so.1 is there, while cuDNN asks for libcuda.so "
         "(WSL issue 8587). Without an NVIDIA GPU it is missing because there is no driver.",
@@ -351,12 +353,23 @@ TORCH_MESSAGES: tuple[KnownMessage, ...] = (
     KnownMessage(
         "cuda-library-missing", "libcudart / libcublas: cannot open shared object file", "error",
         (r"lib(?:cudart|cublas|cublasLt|cufft|curand|cusparse|nvrtc|nvJitLink)\.so[.\d]*: "
-         r"cannot open shared object file",),
+         r"cannot open shared object file",
+         # CTranslate2 (faster-whisper, WhisperX) on Windows: "Library cublas64_11.dll is not
+         # found or cannot be loaded" (Purfview/whisper-standalone-win issue 237)
+         r"Library (?:cublas|cublasLt|cudnn\w*|cudart)64_\d+\.dll is not found or cannot be "
+         r"loaded"),
         "A program needs CUDA runtime libraries that are not installed for its CUDA version, "
         "or not on the loader path.",
         "Install the CUDA libraries of that version (pip's nvidia-* wheels come with torch's "
         "CUDA builds) or add their folder to LD_LIBRARY_PATH.", "torch-install", CUDA_WSL,
-        commands=("ldconfig -p | grep -E 'libcudart|libcublas'",)),
+        commands=("ldconfig -p | grep -E 'libcudart|libcublas'",),
+        variants=(Variant(
+            "windows", "Install the CUDA libraries of the version the DLL's name gives "
+            "(cublas64_11.dll is CUDA 11's cuBLAS; cuDNN's DLLs name their major version): the "
+            "program's own download of them, or pip's nvidia-cublas-cu11 / -cu12 and "
+            "nvidia-cudnn wheels, and put their folder on PATH or next to the program.",
+            ("where cublas64*.dll cudnn*.dll",),
+            "The DLL names the CUDA version the program was built for."),)),
     KnownMessage(
         "container-nvidia-toolkit-missing", "could not select device driver with capabilities "
                                             "[[gpu]]", "error",
@@ -391,10 +404,15 @@ TORCH_MESSAGES: tuple[KnownMessage, ...] = (
         (r"nvidia-container-cli: initialization error",),
         "The container toolkit could not talk to the host's NVIDIA driver: the driver is not "
         "loaded, or its libraries (libnvidia-ml.so.1) are missing or from another version "
-        "than the kernel module.",
+        "than the kernel module; or Docker runs in a VM of its own that has no NVIDIA driver "
+        "(Docker Desktop on Linux: nvidia-container-toolkit issues 83 and 229), so the host "
+        "is fine and the VM lacks it.",
         "Make nvidia-smi work on the host first (install or load the driver, reboot after a "
-        "driver update), then start the container again.", "nvidia-driver", NVIDIA_TOOLKIT,
-        commands=(NVIDIA_SMI, "cat /proc/driver/nvidia/version"), yields_to=("nvml-mismatch",)),
+        "driver update), then start the container again; if it works there, make sure the "
+        "docker command talks to the host's Docker Engine, not Docker Desktop's VM.",
+        "nvidia-driver", NVIDIA_TOOLKIT,
+        commands=(NVIDIA_SMI, "cat /proc/driver/nvidia/version", "docker context ls"),
+        yields_to=("nvml-mismatch",)),
     KnownMessage(
         "nvidia-smi-no-driver", "NVIDIA-SMI has failed because it couldn't communicate with the "
                                 "NVIDIA driver", "error",

@@ -342,8 +342,11 @@ NVIDIA_MESSAGES: tuple[KnownMessage, ...] = (
         "nvidia-init-failed", "NVIDIA driver could not start a GPU", "kernel-log",
         (r"RmInitAdapter failed", r"rm_init_adapter failed", r"NVIDIA probe routine failed"),
         "The NVIDIA kernel module failed to start the GPU; the lines before it say why "
-        "(missing firmware, a GPU that fell off the bus, a GPU this driver does not support).",
-        "Read the NVRM lines before it; reinstall a driver that supports the GPU and reboot.",
+        "(missing firmware, a GPU that fell off the bus, a GPU this driver does not support, "
+        "or a BIOS that maps too little of its memory: an RTX 5090 started once Above 4G "
+        "Decoding and Resizable BAR were on, open-gpu-kernel-modules issue 862).",
+        "Read the NVRM lines before it; reinstall a driver that supports the GPU and reboot; "
+        "on a new large GPU, turn on Above 4G Decoding and Resizable BAR in the BIOS.",
         "nvidia-driver", NVRM_OSAPI,
         yields_to=("nvidia-gsp-firmware-missing", "nvidia-xid-79"), level="fail"),
 )

@@ -34,9 +34,14 @@ KERNEL_GSP = ("https://github.com/NVIDIA/open-gpu-kernel-modules/blob/595.45.04/
 
 RESET = "sudo nvidia-smi -r"  # resets every GPU that no process is using (needs root)
 
-_APP = ("Most often the program itself: a kernel with an out-of-bounds access or a bad argument. "
-        "Rerun it with CUDA_LAUNCH_BLOCKING=1 (or under compute-sanitizer) to find the kernel; if "
-        "unrelated programs hit it too, update the driver and reset the GPU.")
+# NVIDIA's catalog gives these Xids several causes (the program, the driver, the GPU): the
+# program is the likeliest, one GPU of several hitting it with the same program is the GPU's
+# (pytorch issue 51382: a faulty card's Xid 31 and 43, gone with it masked off).
+APP_FIX = ("Most often the program itself: a kernel with an out-of-bounds access or a bad "
+           "argument. Rerun it with CUDA_LAUNCH_BLOCKING=1 (or under compute-sanitizer) to find "
+           "the kernel; if unrelated programs hit it too, update the driver and reset the GPU; "
+           "if only one GPU of several does, mask it with CUDA_VISIBLE_DEVICES and have it "
+           "tested.")
 _RESET = ("Stop the programs on that GPU and reset it (nvidia-smi -r, or reboot); if it comes "
           "back, the GPU needs service.")
 _NVLINK = ("Reset the GPUs on that link (or reboot); `nvidia-smi nvlink -e` shows the link error "
@@ -58,17 +63,17 @@ class Xid:
 XIDS: tuple[Xid, ...] = (
     Xid(13, "ROBUST_CHANNEL_GR_EXCEPTION",  # nverror.h l.37
         "graphics engine exception: a GPU kernel hit an illegal instruction, address or "
-        "parameter (the line names the SM and the error)", _APP, "warn", XID_CATALOG),
+        "parameter (the line names the SM and the error)", APP_FIX, "warn", XID_CATALOG),
     Xid(31, "ROBUST_CHANNEL_FIFO_ERROR_MMU_ERR_FLT",  # l.49
         "GPU memory page fault: an engine used an address not mapped for the process (the line "
-        "names the process, the engine and the address)", _APP, "warn", XID_CATALOG),
+        "names the process, the engine and the address)", APP_FIX, "warn", XID_CATALOG),
     Xid(32, "ROBUST_CHANNEL_PBDMA_ERROR",  # l.50
         "invalid or corrupted push-buffer stream between the driver and the GPU",
         "Update the driver; if it repeats with different programs, test the system memory and "
         "the PCIe link (reseat the card, no risers).", "warn", XID_CATALOG),
     Xid(43, "ROBUST_CHANNEL_RESETCHANNEL_VERIF_ERROR",  # l.59
         "the GPU stopped processing a channel and the driver reset that program's context",
-        _APP, "warn", XID_CATALOG),
+        APP_FIX, "warn", XID_CATALOG),
     Xid(45, "ROBUST_CHANNEL_PREEMPTIVE_REMOVAL",  # l.61
         "the driver removed a program's channel after an earlier error; when the line ends in "
         "'caused by previous Xid N', that Xid is the cause",
@@ -119,7 +124,7 @@ XIDS: tuple[Xid, ...] = (
         "Stop every program on the GPU and reset it (nvidia-smi -r) or reboot.", "fail",
         CONTAINMENT, check="gpu-health"),
     Xid(109, "CTX SWITCH TIMEOUT",  # printed as errorString; no define at this tag
-        "a context-switch timeout: a kernel did not yield the GPU in time", _APP, "warn",
+        "a context-switch timeout: a kernel did not yield the GPU in time", APP_FIX, "warn",
         XID_CATALOG),
     Xid(119, "GSP_RPC_TIMEOUT",  # l.114
         "the GPU System Processor (GSP) firmware stopped answering the driver",
