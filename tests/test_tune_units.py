@@ -278,35 +278,39 @@ def test_a_confirmation_cut_after_one_round_is_no_verdict_either_way() -> None:
     """The H200 tune of ResNet-50 on 20,000 JPEGs with a 10-minute budget (docs/data,
     2026-12-03): the budget ended in the second confirmation round, so each candidate had
     one round. Its verdict then said "no configuration beat your current settings" and its
-    effects "not borne out", against a 24x lead. The verdict is rebuilt from its own runs."""
-    from rocmdoctor.tuners import confirm as cf
+    effects "not borne out", against a 24x lead. Its confirmation, judged again from its own
+    runs, is the budget's: no verdict, what the one round saw, how to finish."""
     from rocmdoctor.tuners import result as rs
+    from rocmdoctor.tuners.proof import judge_runs
 
     tune = from_dict(json.loads(Path("docs/data/tune-data-resnet50-h200-10m-2026-12-03.json")
                                 .read_text(encoding="utf-8")))
-    assert [(c.trial, c.pairs, c.low) for c in tune.confirmation.candidates] == [
+    recorded = tune.confirmation
+    assert [(c.trial, c.pairs, c.low) for c in recorded.candidates] == [
         (2, 1, None), (1, 1, None)]
-    verdict = rs._verdict(tune.confirmation, tune.workload)
-    assert (verdict.winner, verdict.best_overall) == (False, None)
-    assert verdict.summary == (
-        "unconfirmed: the budget ended before the confirmation re-measured trial 2, trial 1 a "
-        "second time, so there is no interval and no verdict (trial 2: 27.23x your settings in "
-        "its one round); the same command with a longer --budget resumes the study and "
-        "finishes the proof")
-    # one candidate decided (beaten) beside one left open: the open one is still named
-    beaten = dataclasses.replace(tune.confirmation.candidates[1], low=0.9, high=1.1, pairs=2)
-    mixed = dataclasses.replace(tune.confirmation,
-                                candidates=(tune.confirmation.candidates[0], beaten))
-    assert rs._verdict(mixed, tune.workload).summary.startswith(
-        "no configuration beat your current settings beyond the measured noise, but trial 2 "
-        "had one round only (the budget ended): not proven either way (trial 2: 27.23x")
+    skipped = [r.message or "" for r in recorded.timed_runs if r.state == "not-run"]
+    judged = judge_runs(recorded, recorded.timed_runs, skipped)
+    assert (judged.status, judged.reason) == ("budget", (
+        "the confirmation did not finish: the budget ended before the confirmation did after "
+        "one round (trial 2: 27.23x your settings in it); the search figures are unconfirmed: "
+        "the same command with a longer --budget confirms them"))
+    assert [c.why for c in judged.candidates] == [
+        "not confirmed: its re-measurements did not finish (not-run: the budget ended before "
+        "the confirmation did)"] * 2
+    verdict = rs._verdict(judged, tune.workload)
+    assert (verdict.winner, verdict.best_overall, verdict.summary) == (False, None,
+                                                                       judged.reason)
     # and the effects contradict no verdict: there is none
-    effects = cf.mark_effects(cf.knob_effects(tune.trials, tune.space), tune.space, None,
-                              tune.confirmation.noise_cv, False)
-    assert not any(e.contradicts for e in effects)
     rebuilt = rs.build(tune.study, tune.workload, tune.platform, tune.space, tune.budget_s,
-                       tune.elapsed_s, tune.trials, tune.baseline, tune.confirmation,
+                       tune.elapsed_s, tune.trials, tune.baseline, judged,
                        tune.search.stopped, tune.search.why, tune.batch_search, tune.failure,
                        tune.recovery, ())
-    assert rebuilt.verdict.summary == verdict.summary
-    assert not any("not borne out" in e.note for e in rebuilt.effects)
+    assert rebuilt.verdict.summary == judged.reason
+    assert not any(e.contradicts or "not borne out" in e.note for e in rebuilt.effects)
+    # one candidate decided beside one left open: the decided one's verdict stands, and the
+    # open one says it was not confirmed
+    beaten = dataclasses.replace(recorded.candidates[1], low=0.9, high=1.1, pairs=2)
+    mixed = judge_runs(dataclasses.replace(recorded, candidates=(recorded.candidates[0],
+                                                                 beaten)),
+                       recorded.timed_runs, skipped)
+    assert mixed.status == "done" and mixed.candidates[0].why.startswith("not confirmed")

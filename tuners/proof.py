@@ -213,14 +213,24 @@ def judge_runs(confirmation: Confirmation, stored: Sequence[ConfirmRun],
         return confirmation
     first = next((r for r in failed if r.state != "not-run"), failed[0])
     what = f"{first.state}: {first.message or 'no result'}"
+    # a candidate measured in one round only has a ratio but no interval: not decided either
     candidates = tuple(
-        c if c.speedup is not None else dataclasses.replace(
+        c if c.low is not None else dataclasses.replace(
             c, why=f"not confirmed: its re-measurements did not finish ({what})")
         for c in confirmation.candidates)
     confirmation = dataclasses.replace(confirmation, candidates=candidates)
-    if any(c.speedup is not None for c in candidates):
+    if any(c.low is not None for c in candidates):
         return confirmation
     crashed = sum(r.state != "not-run" for r in failed)
+    once = [c for c in candidates if c.speedup is not None]
+    if skipped and not crashed and once:  # cut after a round: what it saw, and how to finish
+        lead = max(once, key=lambda c: c.speedup or 0.0)
+        return dataclasses.replace(
+            confirmation, status="budget",
+            reason=f"the confirmation did not finish: {skipped[-1]} after one round (trial "
+                   f"{lead.trial}: {lead.speedup:.2f}x your settings in it); the search "
+                   "figures are unconfirmed: the same command with a longer --budget "
+                   "confirms them")
     if skipped and not crashed:  # the budget, not the machine: a longer one confirms them
         return dataclasses.replace(
             confirmation, status="budget",

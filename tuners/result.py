@@ -203,12 +203,9 @@ def build(study: Study, spec: BenchSpec, platform: Platform, space: SpaceInfo, b
         t = next(t for t in trials if t.number == best.trial)
         apply = how_to_apply(space, best.params, t.env, platform.kind, spec, t.optimizer_class,
                              t.loader)
-    # a verdict the effects may contradict: a confirmation that finished and decided each
-    # candidate (one measured in a single round decided nothing)
-    decided = confirmation.status == "done" and (
-        best is not None or not unproven(confirmation.candidates))
     effects = cf.mark_effects(cf.knob_effects(trials, space), space,
-                              best.changes if best else None, confirmation.noise_cv, decided)
+                              best.changes if best else None, confirmation.noise_cv,
+                              confirmation.status == "done")
     return TuneResult(
         schema=SCHEMA, tool_version=__version__,
         created_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -232,10 +229,9 @@ def _verdict(confirmation: Confirmation, spec: BenchSpec) -> Verdict:
     if best is not None:
         summary = (f"trial {best.trial} ({changes_text(best.changes)}) is faster than your "
                    f"settings: {best.why}")
-    elif confirmation.reason:
-        summary = confirmation.reason
     else:
-        summary = _no_winner(confirmation.candidates)
+        summary = confirmation.reason or \
+            "no configuration beat your current settings beyond the measured noise"
     return Verdict(winner=best is not None, summary=summary, best_overall=best,
                    best_same_precision=best_of([c for c in winners
                                                 if c.precision == spec.precision]),
@@ -243,29 +239,6 @@ def _verdict(confirmation: Confirmation, spec: BenchSpec) -> Verdict:
                                             if c.batch_size == spec.batch_size]),
                    passed_over=passed_over, precision=spec.precision,
                    batch_size=spec.batch_size)
-
-
-def unproven(candidates: Sequence[Candidate]) -> list[Candidate]:
-    """Candidates the confirmation re-measured in fewer than two rounds (the budget ended):
-    no interval, so neither a win nor a loss."""
-    return [c for c in candidates if c.low is None or c.high is None]
-
-
-def _no_winner(candidates: Sequence[Candidate]) -> str:
-    """The verdict without a winner: beaten by your settings, or not proven either way."""
-    open_ = unproven(candidates)
-    if not open_:
-        return "no configuration beat your current settings beyond the measured noise"
-    lead = max(open_, key=lambda c: c.speedup or 0.0)
-    seen = f"{lead.speedup:.2f}x" if lead.speedup else "no figure"
-    which = ", ".join(f"trial {c.trial}" for c in open_)
-    head = ("unconfirmed: the budget ended before the confirmation re-measured "
-            f"{which} a second time, so there is no interval and no verdict"
-            if len(open_) == len(candidates) else
-            "no configuration beat your current settings beyond the measured noise, but "
-            f"{which} had one round only (the budget ended): not proven either way")
-    return (f"{head} (trial {lead.trial}: {seen} your settings in its one round); the same "
-            "command with a longer --budget resumes the study and finishes the proof")
 
 
 def _warnings(given: Sequence[str], trials: Sequence[Trial]) -> list[str]:

@@ -245,8 +245,7 @@ def _follow(
 
 def _seconds(value: float) -> str:
     """A timeout as people write it: 3, 17.5, 0.25 (never 17.5053)."""
-    return f"{value:.2f}".rstrip("0").rstrip(".") if value < 1 else f"{value:.1f}".rstrip(
-        "0").rstrip(".")
+    return f"{value:.{2 if value < 1 else 1}f}".rstrip("0").rstrip(".")
 
 
 def _classify(

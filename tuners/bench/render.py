@@ -73,13 +73,12 @@ def _timing_rows(m: Mapping[str, Any], w: Mapping[str, Any], unit: str
                  ) -> list[tuple[str, str]]:
     t = m.get("throughput") or {}
     s = m.get("step_time_s") or {}
+    spread = f"p10 {num(t.get('p10'))}, p90 {num(t.get('p90'))}; CV {pct(t.get('cv'))}"
+    rate = (f"{num(t.get('mean'))} {unit}/s over all measured time (median step "
+            f"{num(t.get('median'))}, {spread})" if t.get("basis") == "mean" else
+            f"{num(t.get('median'))} {unit}/s median ({spread})")
     return [
-        ("throughput", f"{num(t.get('mean'))} {unit}/s over all measured time (median step "
-                       f"{num(t.get('median'))}, p10 {num(t.get('p10'))}, p90 "
-                       f"{num(t.get('p90'))}; CV {pct(t.get('cv'))})" if t.get("basis") == "mean"
-                       else f"{num(t.get('median'))} {unit}/s median "
-                       f"(p10 {num(t.get('p10'))}, p90 {num(t.get('p90'))}; "
-                       f"CV {pct(t.get('cv'))})"),
+        ("throughput", rate),
         ("step time", f"{num(_ms(s.get('p50')), 2)} ms p50, {num(_ms(s.get('p99')), 2)} ms p99 "
                       f"over {m.get('measured_steps', '?')} steps ({m.get('timing', '?')})"),
         ("warm-up", f"first step {num(w.get('first_step_s'), 2)} s; "
