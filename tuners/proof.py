@@ -222,24 +222,26 @@ def judge_runs(confirmation: Confirmation, stored: Sequence[ConfirmRun],
     if any(c.low is not None for c in candidates):
         return confirmation
     crashed = sum(r.state != "not-run" for r in failed)
-    once = [c for c in candidates if c.speedup is not None]
-    if skipped and not crashed and once:  # cut after a round: what it saw, and how to finish
-        lead = max(once, key=lambda c: c.speedup or 0.0)
-        return dataclasses.replace(
-            confirmation, status="budget",
-            reason=f"the confirmation did not finish: {skipped[-1]} after one round (trial "
-                   f"{lead.trial}: {lead.speedup:.2f}x your settings in it); the search "
-                   "figures are unconfirmed: the same command with a longer --budget "
-                   "confirms them")
     if skipped and not crashed:  # the budget, not the machine: a longer one confirms them
-        return dataclasses.replace(
-            confirmation, status="budget",
-            reason=f"the confirmation could not run: {skipped[-1]}; the search figures are "
-                   "unconfirmed: the same command with a longer --budget confirms them")
+        return dataclasses.replace(confirmation, status="budget",
+                                   reason=_budget_reason(candidates, skipped[-1]))
     reason = (f"the confirmation could not run: {len(failed)} of {len(runs)} re-measurements "
               f"did not finish ({what})")
     return dataclasses.replace(confirmation, status="failed",
                                reason=reason + "; the search figures are unconfirmed")
+
+
+def _budget_reason(candidates: Sequence[Candidate], skipped: str) -> str:
+    """Why a confirmation the budget cut proves nothing; where it was cut after a round, what
+    that round saw."""
+    once = [c for c in candidates if c.speedup is not None]
+    if not once:
+        return (f"the confirmation could not run: {skipped}; the search figures are "
+                "unconfirmed: the same command with a longer --budget confirms them")
+    lead = max(once, key=lambda c: c.speedup or 0.0)
+    return (f"the confirmation did not finish: {skipped} after one round (trial {lead.trial}: "
+            f"{lead.speedup:.2f}x your settings in it); the search figures are unconfirmed: "
+            "the same command with a longer --budget confirms them")
 
 
 def payback(base: Trial, trial: Trial, speedup: Optional[float], batch_size: int,
