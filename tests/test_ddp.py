@@ -122,6 +122,34 @@ def test_the_apply_lines_give_one_ddp_constructor() -> None:
     assert ddp_lines(space, {"bucket_cap_mb": "default"}, "cuda") == []
 
 
+def _run_of(stages: list[tuple[str, int]], results: dict[int, Any]) -> Any:
+    """A launcher's Run that follows ranks at these stages (no processes: what it says of
+    them is what is tested)."""
+    from types import SimpleNamespace
+
+    from rocmdoctor.tuners.bench.ddp_launch import Run
+
+    run = Run.__new__(Run)
+    run.ranks = [SimpleNamespace(rank=i, stage=stage, steps=steps)  # type: ignore[misc]
+                 for i, (stage, steps) in enumerate(stages)]
+    run.results = results
+    return run
+
+
+def test_a_timeout_names_the_rank_without_a_result_and_the_ranks_that_gave_one() -> None:
+    last = "after its last measured window (4 of 4)"
+    assert _run_of([("gave its result", 5), (last, 5)], {0: {}})._behind() == (
+        "no result in time; furthest behind: rank 1 (after its last measured window (4 of 4)); "
+        "rank 0 has given a result: every rank was killed")
+    assert _run_of([(last, 5), (last, 5)], {})._behind() == (
+        "no result in time; every rank was at 'after its last measured window (4 of 4)' (one "
+        "of them holds the others in a collective): every rank was killed")
+    assert _run_of([("measured window 2", 3), ("warm-up step 1", 1), ("warm-up step 1", 1)],
+                   {})._behind() == (
+        "no result in time; furthest behind: rank 1 (warm-up step 1), rank 2 (warm-up step 1): "
+        "every rank was killed")
+
+
 # --- end to end ---------------------------------------------------------------------------
 
 @pytest.mark.e2e
@@ -193,6 +221,25 @@ def test_a_rank_killed_mid_run_ends_the_run_with_its_rank_named(tmp_path: Path) 
     while processes_with(marker) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert processes_with(marker) == []  # rank 0 and the launcher ended with it
+
+
+@pytest.mark.e2e
+def test_a_rank_that_hangs_after_its_result_is_killed_and_the_result_stands(tmp_path: Path
+                                                                           ) -> None:
+    marker = f"rocmdoctor-test-{uuid.uuid4().hex}"
+    started = time.monotonic()
+    done = subprocess.run(BENCH + TINY + ["--steps", "4", "--nproc", "2", "--no-scaling",
+                                          "--timeout", "200", "--json", "r.json"],
+                          cwd=tmp_path, env=_env(tmp_path, ROCMDOCTOR_TEST_FAULT="linger",
+                                                 ROCMDOCTOR_TEST_MARK=marker),
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert time.monotonic() - started < 150  # the grace, not the timeout
+    result = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
+    assert [r["rank"] for r in result["ddp"]["ranks"]] == [0, 1]
+    assert "rank 1 did not exit within 10 s of giving its result (it hung leaving the process " \
+        "group) and was killed; the measurement stands" in result["warnings"]
+    assert processes_with(marker) == []
 
 
 @pytest.mark.e2e

@@ -12,7 +12,9 @@ started, followed, cut off and reaped as a trial of one:
 - a rank that dies, runs out of memory or reports an error ends the run: the other ranks are
   killed and the first failure is reported with its rank (events "crash", "oom", "error");
 - past ROCMDOCTOR_DDP_DEADLINE_S every rank is killed and the rank furthest behind is named
-  (event "timeout").
+  (event "timeout");
+- a rank that has given its result and does not exit within EXIT_GRACE_S (it hangs leaving
+  its process group) is killed, and the run's result stands with a warning that says so.
 The ranks are in this process's group: killing the trial's group kills them all.
 """
 
@@ -36,6 +38,7 @@ from rocmdoctor.tuners.bench.spec import BenchSpec
 
 DEADLINE_ENV = "ROCMDOCTOR_DDP_DEADLINE_S"
 GRACE_S = 1.0  # after the first failure, how long the others get before they are killed
+EXIT_GRACE_S = 10.0  # once every rank has given its result, how long they get to exit
 TAIL = 40
 # torchrun gives every rank one intra-op thread when OMP_NUM_THREADS is unset, so N ranks on
 # one machine do not each take every core (torch/distributed/run.py).
@@ -51,6 +54,7 @@ class RankProc:
         self.stage = "starting"
         self.steps = 0
         self.ended: Optional[float] = None
+        self.result_at: Optional[float] = None
         for target in (self._out, self._err, self._wait):
             threading.Thread(target=target, daemon=True).start()
 
@@ -124,6 +128,7 @@ class Run:
         self.windows: dict[int, dict[int, dict[str, Any]]] = collections.defaultdict(dict)
         self.results: dict[int, dict[str, Any]] = {}
         self.failure: Optional[tuple[float, int, dict[str, Any]]] = None  # (when, rank, event)
+        self.lingered: list[int] = []  # ranks killed after their result: they did not exit
         self.alive = world
 
     def follow(self) -> int:
@@ -143,23 +148,33 @@ class Run:
         return self._finish()
 
     def _check_time(self) -> None:
-        if self.failure is not None and time.monotonic() > self.failure[0] + GRACE_S:
+        now = time.monotonic()
+        if self.failure is not None and now > self.failure[0] + GRACE_S:
             self._kill_all()
-        if self.deadline is not None and time.monotonic() > self.deadline \
-                and self.failure is None:
+        if self.failure is None and len(self.results) == self.world and not self.lingered \
+                and now > max(r.result_at or now for r in self.ranks) + EXIT_GRACE_S:
+            self.lingered = [r.rank for r in self.ranks if r.proc.poll() is None]
+            self._kill_all()
+            return
+        if self.deadline is not None and now > self.deadline and self.failure is None:
             self.failure = (time.monotonic(), -1, {"event": "timeout",
                                                    "message": self._behind()})
             self._kill_all()
 
     def _behind(self) -> str:
-        """Which rank held the others up, as far as their progress tells."""
-        least = min(r.steps for r in self.ranks)
-        behind = [r for r in self.ranks if r.steps == least]
+        """Which rank held the others up, as far as their progress tells: of the ranks
+        without a result, those with the fewest steps."""
+        waiting = [r for r in self.ranks if r.rank not in self.results]
+        least = min(r.steps for r in waiting)
+        behind = [r for r in waiting if r.steps == least]
+        given = [r for r in self.ranks if r.rank in self.results]
+        gave = ("; " + ", ".join(f"rank {r.rank}" for r in given) +
+                (" has" if len(given) == 1 else " have") + " given a result") if given else ""
         if len(behind) == len(self.ranks):
             return (f"no result in time; every rank was at '{behind[0].stage}' (one of them "
                     "holds the others in a collective): every rank was killed")
         names = ", ".join(f"rank {r.rank} ({r.stage})" for r in behind)
-        return f"no result in time; furthest behind: {names}: every rank was killed"
+        return f"no result in time; furthest behind: {names}{gave}: every rank was killed"
 
     def _kill_all(self) -> None:
         for r in self.ranks:
@@ -174,12 +189,15 @@ class Run:
         elif kind == "warmup":
             proc.stage, proc.steps = f"warm-up step {event.get('step')}", proc.steps + 1
         elif kind == "window":
-            proc.stage = f"measured window {int(event.get('index', 0)) + 1}"
+            index, of = int(event.get("index", 0)) + 1, int(event.get("of", 0))
+            proc.stage = f"measured window {index}" if index != of else \
+                f"after its last measured window ({index} of {of})"
             proc.steps += int(event.get("steps", 0))
             self._window(rank, event)
             return
         elif kind == "result":
             self.results[rank] = event["result"]
+            proc.stage, proc.result_at = "gave its result", time.monotonic()
             return
         elif kind in ("oom", "error"):
             self._fail(rank, {**event, "rank": rank,
@@ -221,8 +239,13 @@ class Run:
             self.emit({"event": "crash", "message": f"rank {missing[0]} ended without a "
                                                      "result"})
             return 1
-        self.emit({"event": "result", "result": merged(
-            [self.results[r] for r in range(self.world)])})
+        result = merged([self.results[r] for r in range(self.world)])
+        if self.lingered:
+            names = ", ".join(f"rank {r}" for r in self.lingered)
+            result.setdefault("warnings", []).append(
+                f"{names} did not exit within {EXIT_GRACE_S:g} s of giving its result (it hung "
+                "leaving the process group) and was killed; the measurement stands")
+        self.emit({"event": "result", "result": result})
         return 0
 
 

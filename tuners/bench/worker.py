@@ -9,7 +9,9 @@ a GPU each step is bracketed by device events and the host waits only at the end
 so the measurement adds no host syncs. On the CPU, time.perf_counter per step.
 
 Test-only fault injection, never for users: ROCMDOCTOR_TEST_FAULT=crash (SIGSEGV when warm-up
-starts), hang (sleep forever when warm-up starts), oom (an out-of-memory error in a step).
+starts), hang (sleep forever when warm-up starts), oom (an out-of-memory error in a step),
+linger (sleep forever after the result is given, as a rank that hangs leaving its process
+group).
 """
 
 from __future__ import annotations
@@ -79,7 +81,7 @@ def main() -> int:
         emit({"event": "error", "message": "; ".join(problems)})
         return EXIT_ERROR
     try:
-        result = run(spec, emit, os.environ.get("ROCMDOCTOR_TEST_FAULT", ""))
+        run(spec, emit, os.environ.get("ROCMDOCTOR_TEST_FAULT", ""))
     except SetupError as exc:
         emit({"event": "error", "message": str(exc)})
         return EXIT_ERROR
@@ -95,7 +97,6 @@ def main() -> int:
         print(f"rocmdoctor bench: out of memory at batch {spec.batch_size}: {first[:300]}",
               file=sys.stderr)
         return EXIT_OOM
-    emit({"event": "result", "result": result})
     return 0
 
 
@@ -178,13 +179,17 @@ def _run_warnings(stats: dict[str, Any], steps: int, spec: BenchSpec, held: Opti
     return warnings
 
 
-def run(spec: BenchSpec, emit: Callable[[dict[str, Any]], None], fault: str) -> dict[str, Any]:
+def run(spec: BenchSpec, emit: Callable[[dict[str, Any]], None], fault: str) -> None:
+    """Measure, and emit the result; a rank of a data-parallel run leaves its process group
+    after that, so a rank that hangs on its way out has given its result first."""
     started = time.monotonic()
     import torch
 
     t = training.prepare(torch, spec)
     try:
-        return _run_prepared(torch, t, spec, emit, fault, started)
+        emit({"event": "result", "result": _run_prepared(torch, t, spec, emit, fault, started)})
+        if fault == "linger" and (t.rank is None or t.rank.rank == t.rank.world_size - 1):
+            _inject("hang")
     finally:
         if t.rank is not None:
             from rocmdoctor.tuners.bench import ddp
