@@ -191,6 +191,8 @@ CONDITIONS: dict[str, Callable[[Situation], bool]] = {
     # NCCL's shm_open (include/shm.h, later src/misc/shmutils.cc) refused with EACCES
     "shm_denied": lambda s: bool(re.search(r"shm_open failed\s*:\s*Permission denied", s.text,
                                            _I)),
+    # a rootless engine's command line or prompt in the paste (podman, buildah)
+    "rootless_engine": lambda s: bool(re.search(r"\b(?:podman|buildah)\b", s.text, _I)),
     "nvidia_dkms": lambda s: bool(re.search(r"/dkms/nvidia/|dkms install nvidia", s.text, _I)),
     # bitsandbytes' old CUDA setup (before 0.43) in a text that shows no ROCm
     "bnb_cuda_setup": lambda s: bool(re.search(r"CUDA Setup failed despite GPU", s.text))

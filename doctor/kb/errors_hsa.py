@@ -10,7 +10,7 @@ from rocmdoctor.kb.errors_base import (
     ROCM_DOCKER,
     ROCM_PREREQUISITES,
 )
-from rocmdoctor.kb.messages import DMESG_AMDGPU, KnownMessage
+from rocmdoctor.kb.messages import DMESG_AMDGPU, KnownMessage, Variant
 
 ROCM_4043 = "https://github.com/ROCm/ROCm/issues/4043"
 ROCM_1498 = "https://github.com/ROCm/ROCm/issues/1498"
@@ -52,6 +52,20 @@ HSA_MESSAGES: tuple[KnownMessage, ...] = (
         "kfd-access", ROCM_PREREQUISITES, commands=(_GROUPS,),
         needs_root=True, needs_relogin=True, context="user_groups",
         container_fix=_CONTAINER_GROUPS, container_commands=(KFD_NODES, _GROUP_ADD),
+        # podman's troubleshooting.md, "Passed-in devices or files can't be accessed in
+        # rootless container": the OCI runtime's setgroups(2) drops the user's groups
+        # (https://github.com/containers/podman/blob/main/troubleshooting.md); in
+        # ROCm/legacy-rocm-build issue 1549 a buildah user mapped the GIDs in /etc/subgid.
+        variants=(Variant(
+            "rootless_engine", "In a rootless container your groups are not in the user "
+            "namespace, so --group-add does not help: with podman and crun keep them with "
+            "--group-add keep-groups; otherwise map the host's render and video GIDs into "
+            "the namespace in /etc/subgid and make those groups inside the container.",
+            ("getent group render video", "podman run --group-add keep-groups "
+             "--device /dev/kfd --device /dev/dri <image>", "cat /etc/subgid"),
+            "The paste shows a rootless engine (podman or buildah): its runtime drops your "
+            "supplementary groups when the container starts (podman troubleshooting, "
+            "\"Passed-in devices or files can't be accessed in rootless container\")."),),
         yields_to=("container-kfd-groups", "kfd-root-only"), threads=18),
     KnownMessage(
         "kfd-root-only", "/dev/kfd readable by root only", "error",

@@ -449,5 +449,19 @@ TORCH_MESSAGES: tuple[KnownMessage, ...] = (
         "On the docker host, load amdgpu until /dev/kfd exists (rocminfo works there), then "
         "start the container again.", "kfd-access", ROCM_DOCKER,
         commands=("ls -l /dev/kfd /dev/dri", "lsmod | grep amdgpu", "sudo modprobe amdgpu"),
+        # WSL: https://github.com/ROCm/librocdxg (README, "Container Launch - WSL-Specific
+        # Flags"); AMD's answer in ROCm/AMDMIGraphX issue 3834 (WSL does not use /dev/kfd).
+        wsl_fix="Under WSL there is no /dev/kfd or /dev/dri: ROCm reaches the GPU through "
+                "/dev/dxg. Pass --device=/dev/dxg and mount WSL's DXCore and AMD's ROCDXG "
+                "library instead (ROCm 7.1 and later; before 7.13 add -e "
+                "HSA_ENABLE_DXG_DETECTION=1; older WSL releases mount "
+                "/opt/rocm/lib/libhsa-runtime64.so.1 in place of librocdxg.so). WSL covers "
+                "only the GPUs AMD lists for it (Radeon RX 7000 and 9000, Radeon PRO W7000, "
+                "some Ryzen AI): an older card has no WSL path; use native Linux there.",
+        wsl_commands=("ls -l /dev/dxg", "docker run -it --device=/dev/dxg -v "
+                      "/usr/lib/wsl/lib/libdxcore.so:/usr/lib/libdxcore.so -v "
+                      "/opt/rocm/lib/librocdxg.so:/usr/lib/librocdxg.so --cap-add=SYS_PTRACE "
+                      "--security-opt seccomp=unconfined --ipc=host --shm-size 8G "
+                      "rocm/pytorch:latest"),
         needs_root=True, yields_to=("rocm-on-nvidia",), threads=16),
 )
