@@ -362,7 +362,7 @@ def test_a_run_cut_off_by_its_timeout_leaves_no_loader_worker_behind(tmp_path: P
                            "persistent_workers=true", "--steps", "100000", "--timeout", "15"]
     done = _run(args, tmp_path, ROCMDOCTOR_TEST_MARK=marker)
     assert done.returncode == 1, done.stderr[-2000:]
-    assert "rocmdoctor: error: the benchmark timeout: " in done.stderr
+    assert "rocmdoctor: error: the benchmark timed out: " in done.stderr
     assert "first step " in done.stderr  # the loader had started its workers
     assert processes_with(marker) == []
 

@@ -149,7 +149,7 @@ def test_bench_compile_says_it_compiles_and_how_long_so_far() -> None:
              if (m := re.fullmatch(r"rocmdoctor: waiting for torch\.compile \(first steps\) "
                                    r"\((\d+) s\)", ln))]
     assert len(waits) >= 2 and waits == sorted(waits) and waits[-1] > waits[0], r.stderr
-    assert lines[-1].startswith("rocmdoctor: error: the benchmark timeout: no result within 25 s")
+    assert lines[-1].startswith("rocmdoctor: error: the benchmark timed out: no result within 25 s")
 
 
 def _run_on_a_terminal(args: list[str], env: dict[str, str], timeout: float = 120

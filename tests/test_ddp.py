@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -130,8 +131,10 @@ def _run_of(stages: list[tuple[str, int]], results: dict[int, Any]) -> Any:
     from rocmdoctor.tuners.bench.ddp_launch import Run
 
     run = Run.__new__(Run)
-    run.ranks = [SimpleNamespace(rank=i, stage=stage, steps=steps)  # type: ignore[misc]
-                 for i, (stage, steps) in enumerate(stages)]
+    from rocmdoctor.tuners.bench.stacks import StackWatch
+
+    run.ranks = [SimpleNamespace(rank=i, stage=stage, steps=steps,  # type: ignore[misc]
+                                 stacks=StackWatch()) for i, (stage, steps) in enumerate(stages)]
     run.results = results
     return run
 
@@ -148,6 +151,46 @@ def test_a_timeout_names_the_rank_without_a_result_and_the_ranks_that_gave_one()
                    {})._behind() == (
         "no result in time; furthest behind: rank 1 (warm-up step 1), rank 2 (warm-up step 1): "
         "every rank was killed")
+
+
+PEER = "import time\n\n\ndef wait_for_peer():\n    time.sleep(60)\n"  # line 5: the wait
+HUNG = """\
+import faulthandler, sys, threading, time
+faulthandler.enable()
+sys.path.insert(0, sys.argv[1])
+from peer import wait_for_peer
+def agreed(depth=0):
+    if depth < 60:  # a stack deeper than the stderr tail the launcher keeps
+        return agreed(depth + 1)
+    wait_for_peer()
+threading.Thread(target=lambda: time.sleep(60), daemon=True).start()
+print("ready", flush=True)
+agreed()
+"""
+
+
+def test_where_a_rank_hung_is_read_from_the_stacks_faulthandler_writes_on_sigabrt(
+        tmp_path: Path) -> None:
+    from rocmdoctor.tuners.bench.stacks import where_it_hung
+
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "peer.py").write_text(PEER, encoding="utf-8")
+    script = tmp_path / "tuners" / "hung.py"  # our own code, as the worker's path reads
+    script.parent.mkdir()
+    script.write_text(HUNG, encoding="utf-8")
+    proc = subprocess.Popen([sys.executable, str(script), str(tmp_path / "lib")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
+    time.sleep(0.2)
+    proc.send_signal(signal.SIGABRT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == -signal.SIGABRT
+    assert err.count("(most recent call first)") == 2  # the main thread is listed last
+    # the innermost frame, and the frame of our own code it was called from
+    assert where_it_hung(err.splitlines()) == "wait_for_peer (peer.py:5), from agreed " \
+        "(hung.py:8)"
+    assert len(err.splitlines()) > 60  # more than a 40-line tail holds; the header was kept
+    assert where_it_hung(["Traceback (most recent call last):", "  oops"]) == ""
 
 
 # --- end to end ---------------------------------------------------------------------------
@@ -258,6 +301,11 @@ def test_tune_over_two_ranks_records_each_failure_with_its_rank(tmp_path: Path) 
         "oom", "out of memory at batch 8 on rank 1")
     assert states["hang"]["state"] == "timeout"
     assert states["hang"]["message"].startswith("no result in time; ")
+    # where each rank's Python was, from its stacks: the last rank in the injected hang,
+    # the first one waiting for it in a collective
+    assert re.search(r"; rank 1 was in _inject \(worker\.py:\d+\)$",
+                     states["hang"]["message"]), states["hang"]["message"]
+    assert re.search(r"rank 0 was in \w+ \([\w.]+:\d+\)", states["hang"]["message"])
     assert result["workload"]["nproc"] == 2
     assert "rocmdoctor tune: tinycnn, batch 8, fp32, 2 ranks (DDP) on cpu" in done.stdout
 

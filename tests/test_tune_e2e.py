@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -166,7 +167,8 @@ def test_crash_hang_and_oom_are_recorded_and_the_tune_finishes(tmp_path: Path) -
     assert states["crash"]["state"] == "crashed"
     assert states["crash"]["message"] == "the benchmark process was killed by SIGSEGV"
     assert states["hang"]["state"] == "timeout"
-    assert states["hang"]["message"] == "no result within 20 s; the child was killed"
+    assert re.fullmatch(r"no result within 20 s; the child was killed; it was in _inject "
+                        r"\(worker\.py:\d+\)", states["hang"]["message"])
     assert states["oom"]["state"] == "oom"
     assert states["oom"]["message"] == "out of memory at batch 8"
     assert "injected out of memory" in states["oom"]["stderr_tail"]

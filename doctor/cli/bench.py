@@ -143,7 +143,8 @@ def bench_command(
         tail = excerpt(outcome.stderr_tail)
         if tail:
             typer.echo(tail, err=True)
-        raise _fail(f"the benchmark {outcome.state}: {outcome.message}", 1)
+        how = {"timeout": "timed out", "error": "failed"}.get(outcome.state, outcome.state)
+        raise _fail(f"the benchmark {how}: {outcome.message}", 1)
     from rocmdoctor.tuners.bench.render import render_result
 
     sys.stdout.write(render_result(outcome.result, width=_width(), color=sys.stdout.isatty()))

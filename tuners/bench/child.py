@@ -36,6 +36,7 @@ from typing import IO, Any, Callable, Optional
 from rocmdoctor.host import process
 from rocmdoctor.tuners.bench.metrics import headline
 from rocmdoctor.tuners.bench.spec import BenchSpec
+from rocmdoctor.tuners.bench.stacks import StackWatch, abort_for_stacks
 
 STATES = ("ok", "oom", "crashed", "timeout", "pruned", "error")
 # The events that end a run: the worker's, and those of the launcher of a data-parallel run
@@ -173,6 +174,8 @@ def _watch(proc: process.Popen[str], spec: BenchSpec, start: float, timeout_s: f
         proc.wait()
         raise
     deadline = start + timeout_s
+    if ended_by == "timeout" and spec.nproc == 1:  # (a launcher names its hung ranks itself)
+        abort_for_stacks([proc])  # where it hung, in its stderr, before it is killed
     if ended_by:
         process.kill_group(proc)
     exit_hung = False
@@ -197,7 +200,7 @@ def _watch(proc: process.Popen[str], spec: BenchSpec, start: float, timeout_s: f
     wall = time.monotonic() - start
     stderr_tail = tail.text()
     state, result, message = _classify(spec, final, ended_by, returncode, stderr_tail, timeout_s,
-                                       exit_hung)
+                                       exit_hung, tail.stacks.where())
     if state == "crashed" and not began and not stderr_tail.strip():
         message = (f"{python} exited with code {returncode} before the benchmark started, "
                    "printing nothing: is it a Python with torch and rocmdoctor? (check: "
@@ -251,12 +254,16 @@ def _seconds(value: float) -> str:
 def _classify(
     spec: BenchSpec, final: Optional[dict[str, Any]], ended_by: str,
     returncode: Optional[int], stderr_tail: str, timeout_s: float, exit_hung: bool = False,
+    where: str = "",
 ) -> tuple[str, Optional[dict[str, Any]], str]:
+    """The state, the result and the message; `where` is where a process that timed out was
+    (rocmdoctor.tuners.bench.stacks)."""
     if ended_by == "pruned":
         window = int(final.get("index", 0)) + 1 if final else 0
         return "pruned", None, f"stopped by the caller after measured window {window}"
     if ended_by == "timeout":
-        return "timeout", None, f"no result within {_seconds(timeout_s)} s; the child was killed"
+        return "timeout", None, (f"no result within {_seconds(timeout_s)} s; the child was "
+                                 "killed" + (f"; it was in {where}" if where else ""))
     said = _by_last_event(spec, final, returncode, exit_hung)
     return said if said is not None else _by_exit(returncode, stderr_tail)
 
@@ -338,6 +345,7 @@ class _Tail:
         self.lines: collections.deque[str] = collections.deque(maxlen=size)
         self.seen = 0
         self.header_at: Optional[int] = None  # line number of the last traceback header
+        self.stacks = StackWatch()  # where it was, when faulthandler wrote its stacks
 
     def __call__(self, line: Optional[str]) -> None:
         if line is None:
@@ -345,6 +353,7 @@ class _Tail:
         text = line.rstrip("\n")[:2000]
         if text.startswith(TRACEBACK):
             self.header_at = self.seen
+        self.stacks(text)
         self.lines.append(text)
         self.seen += 1
 

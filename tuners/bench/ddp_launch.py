@@ -12,7 +12,8 @@ started, followed, cut off and reaped as a trial of one:
 - a rank that dies, runs out of memory or reports an error ends the run: the other ranks are
   killed and the first failure is reported with its rank (events "crash", "oom", "error");
 - past ROCMDOCTOR_DDP_DEADLINE_S every rank is killed and the rank furthest behind is named
-  (event "timeout");
+  (event "timeout"), with where each rank's Python was: the ranks are sent SIGABRT first,
+  and the worker's faulthandler writes their stacks to stderr;
 - a rank that has given its result and does not exit within EXIT_GRACE_S (it hangs leaving
   its process group) is killed, and the run's result stands with a warning that says so.
 The ranks are in this process's group: killing the trial's group kills them all.
@@ -35,6 +36,7 @@ from typing import Any, Optional
 from rocmdoctor.host import child_setup, process
 from rocmdoctor.tuners.bench.metrics import headline
 from rocmdoctor.tuners.bench.spec import BenchSpec
+from rocmdoctor.tuners.bench.stacks import StackWatch, abort_for_stacks
 
 DEADLINE_ENV = "ROCMDOCTOR_DDP_DEADLINE_S"
 GRACE_S = 1.0  # after the first failure, how long the others get before they are killed
@@ -51,6 +53,7 @@ class RankProc:
     def __init__(self, rank: int, proc: Any, events: queue.Queue[tuple[int, Any]]) -> None:
         self.rank, self.proc, self.events = rank, proc, events
         self.stderr: collections.deque[str] = collections.deque(maxlen=TAIL)
+        self.stacks = StackWatch()  # where it was, when faulthandler wrote its stacks
         self.stage = "starting"
         self.steps = 0
         self.ended: Optional[float] = None
@@ -70,6 +73,7 @@ class RankProc:
     def _err(self) -> None:
         for line in self.proc.stderr:
             self.stderr.append(line.rstrip("\n")[:500])
+            self.stacks(line.rstrip("\n"))
             sys.stderr.write(f"[rank {self.rank}] {line}")
 
     def _wait(self) -> None:
@@ -157,9 +161,13 @@ class Run:
             self._kill_all()
             return
         if self.deadline is not None and now > self.deadline and self.failure is None:
-            self.failure = (time.monotonic(), -1, {"event": "timeout",
-                                                   "message": self._behind()})
+            self._dump_stacks()
+            self.failure = (now, -1, {"event": "timeout", "message": self._behind()})
             self._kill_all()
+
+    def _dump_stacks(self) -> None:
+        """Every live rank writes its stacks and dies (within STACK_WAIT_S together)."""
+        abort_for_stacks([r.proc for r in self.ranks if r.proc.poll() is None])
 
     def _behind(self) -> str:
         """Which rank held the others up, as far as their progress tells: of the ranks
@@ -170,11 +178,14 @@ class Run:
         given = [r for r in self.ranks if r.rank in self.results]
         gave = ("; " + ", ".join(f"rank {r.rank}" for r in given) +
                 (" has" if len(given) == 1 else " have") + " given a result") if given else ""
+        where = "; ".join(f"rank {r.rank} was in {frame}" for r in waiting
+                          for frame in [r.stacks.where()] if frame)
+        where = f"; {where}" if where else ""
         if len(behind) == len(self.ranks):
             return (f"no result in time; every rank was at '{behind[0].stage}' (one of them "
-                    "holds the others in a collective): every rank was killed")
+                    f"holds the others in a collective): every rank was killed{where}")
         names = ", ".join(f"rank {r.rank} ({r.stage})" for r in behind)
-        return f"no result in time; furthest behind: {names}{gave}: every rank was killed"
+        return f"no result in time; furthest behind: {names}{gave}: every rank was killed{where}"
 
     def _kill_all(self) -> None:
         for r in self.ranks:

@@ -17,6 +17,7 @@ group).
 from __future__ import annotations
 
 import datetime
+import faulthandler
 import json
 import os
 import resource
@@ -63,6 +64,9 @@ def is_oom_text(text: str) -> bool:
 
 
 def main() -> int:
+    # a crash or a SIGABRT (a data-parallel launcher's, at a hung rank) writes every
+    # thread's stack to stderr before the process dies: where it hung, in the trial's tail
+    faulthandler.enable()
     process.die_with_parent(process.parent_pid_from(os.environ))
     _test_break(os.environ.get("ROCMDOCTOR_TEST_BREAK", ""))
     proto = child_setup.protocol_stream()  # stray prints (user code) go to stderr
