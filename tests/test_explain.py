@@ -79,10 +79,16 @@ def test_out_of_memory_request_larger_than_the_apu_capacity() -> None:
     assert explain_text(text) == [expect(
         "hip-out-of-memory", line[:197] + "...",
         ("The request (16.00 GiB) is larger than the GPU's whole capacity as HIP reports it "
-         "(15.24 GiB): no allocator setting can satisfy it; make that tensor smaller or split "
-         "the work.",
+         "(15.24 GiB): no allocator setting can satisfy it.",
          "The kernel log shows 96 GiB of VRAM but HIP reports 15.24 GiB: HIP sees only part of "
-         "this GPU's memory, as in TheRock issue 1054."))]
+         "this GPU's memory, as in TheRock issue 1054."),
+        fix=("This APU's memory is not what HIP allocates from: it puts tensors in GTT, not "
+             "the VRAM carve-out the kernel log shows. Set the BIOS VRAM (UMA frame buffer) "
+             "carve-out to its minimum so the memory is given to GTT, or use a newer ROCm "
+             "build for this GPU; a smaller batch only hides it."),
+        commands=("sudo dmesg | grep -i -e 'VRAM' -e 'GTT'",
+                  "python -c 'import torch; print(torch.cuda.mem_get_info())'"),
+        needs_root=True)]
 
 
 def test_memory_access_fault() -> None:

@@ -193,6 +193,12 @@ CONDITIONS: dict[str, Callable[[Situation], bool]] = {
                                            _I)),
     # a rootless engine's command line or prompt in the paste (podman, buildah)
     "rootless_engine": lambda s: bool(re.search(r"\b(?:podman|buildah)\b", s.text, _I)),
+    # bitsandbytes looked for a ROCm library by version and did not find it
+    "bnb_rocm_named": lambda s: bool(re.search(
+        r"(?:Could not find|No compatible)[^\n]*libbitsandbytes_rocm\d+", s.text, _I)),
+    # amdgpu's probe failing with -ENOMEM: the BARs could not be mapped
+    "probe_enomem": lambda s: bool(re.search(r"amdgpu: probe of \S+ failed with error -12\b",
+                                             s.text)),
     "nvidia_dkms": lambda s: bool(re.search(r"/dkms/nvidia/|dkms install nvidia", s.text, _I)),
     # bitsandbytes' old CUDA setup (before 0.43) in a text that shows no ROCm
     "bnb_cuda_setup": lambda s: bool(re.search(r"CUDA Setup failed despite GPU", s.text))

@@ -56,10 +56,13 @@ def _out_of_memory(entry: KnownMessage, s: Situation, ctx: Context) -> None:
     allowed = _size(r"SIZE allowed;", text)
     vram = re.search(r"amdgpu: VRAM: (\d+)M", text)
     too_big = tried is not None and total is not None and tried[1] > total[1]
+    # an APU whose kernel log shows far more VRAM than HIP reports (TheRock issue 1054)
+    apu_gap = bool(vram and total and int(vram.group(1)) * 2**20 > 1.5 * total[1])
     if too_big and tried and total:
         ctx.notes.append(f"The request ({tried[0]}) is larger than the GPU's whole capacity as "
-                         f"HIP reports it ({total[0]}): no allocator setting can satisfy it; "
-                         f"make that tensor smaller or split the work.")
+                         f"HIP reports it ({total[0]}): no allocator setting can satisfy it"
+                         + ("." if apu_gap else "; make that tensor smaller or split the "
+                                                "work."))
     elif spare and total and spare[1] * 5 >= total[1]:
         ctx.notes.append(f"{spare[0]} is reserved by PyTorch but unallocated: the cache is "
                          f"fragmented, so an allocator setting helps.")
@@ -82,10 +85,19 @@ def _out_of_memory(entry: KnownMessage, s: Situation, ctx: Context) -> None:
     if tried is None and s.environment()[0] == "wsl" and re.search(
             r"(?:CUDA|HIP) error: ?out of memory", text, re.IGNORECASE):
         ctx.notes.append(WSL_VM_MEMORY)
-    if vram and total and int(vram.group(1)) * 2**20 > 1.5 * total[1]:
+    if vram and total and apu_gap:
         ctx.notes.append(f"The kernel log shows {int(vram.group(1)) / 1024:g} GiB of VRAM but "
                          f"HIP reports {total[0]}: HIP sees only part of this GPU's memory, as "
                          f"in TheRock issue 1054.")
+        # TheRock issue 1054 (the reporter, with amdgpu_top): HIP placed the tensors in GTT,
+        # not in the 96 GB carve-out; a minimal BIOS carve-out gave the memory to GTT
+        ctx.fix = ("This APU's memory is not what HIP allocates from: it puts tensors in GTT, "
+                   "not the VRAM carve-out the kernel log shows. Set the BIOS VRAM (UMA frame "
+                   "buffer) carve-out to its minimum so the memory is given to GTT, or use a "
+                   "newer ROCm build for this GPU; a smaller batch only hides it.")
+        ctx.commands[:] = ["sudo dmesg | grep -i -e 'VRAM' -e 'GTT'",
+                           "python -c 'import torch; print(torch.cuda.mem_get_info())'"]
+        return
     if host is None or too_big:
         return
     from rocmdoctor.facts.torch import torch_info
@@ -396,6 +408,33 @@ def _xformers_build(entry: KnownMessage, s: Situation, ctx: Context) -> None:
         ctx.notes.append(f"xformers was built for torch {built}; you have {have}.")
 
 
+# rocminfo's own output in the text: it ran, so the HSA runtime reached the driver
+_ROCMINFO_RAN = re.compile(r"^HSA System Attributes|^\s*Name:\s+gfx[0-9a-f]{3,4}\b", re.M)
+
+
+def _smi_driver(entry: KnownMessage, s: Situation, ctx: Context) -> None:
+    """amd-smi's "driver not initialized": WSL, or rocminfo working in the same text, says
+    it is amd-smi's check that is wrong, not the driver."""
+    wsl = re.search(r"WSL environment detected", s.text)
+    if wsl or s.environment()[0] == "wsl":
+        if wsl:
+            ctx.basis.append(s.line_of(wsl.start()))
+        ctx.fix = entry.wsl_fix
+        ctx.commands[:] = list(entry.wsl_commands)
+        ctx.notes.append("This is WSL: amd-smi is not supported there (AMD, amdsmi issue 75); "
+                         "the GPU is reached through /dev/dxg.")
+        ctx.settled = True
+        return
+    ran = _ROCMINFO_RAN.search(s.text)
+    if ran:
+        ctx.basis.append(s.line_of(ran.start()))
+        ctx.notes.append(f"rocminfo ran in the same text (line {s.line_of(ran.start())}): the "
+                         "driver works, and amd-smi's own check is what is wrong (amdgpu "
+                         "built into the kernel: amdsmi issue 172, fixed by rocm-systems pull "
+                         "2689; update amd-smi).")
+        ctx.settled = True
+
+
 RESOLVERS: dict[str, Callable[[KnownMessage, Situation, Context], None]] = {
     "gpu_code": targets._gpu_code, "out_of_memory": _out_of_memory,
     "machine_state": _machine_state, "user_groups": _user_groups, "torchvision": _torchvision,
@@ -411,5 +450,5 @@ RESOLVERS: dict[str, Callable[[KnownMessage, Situation, Context], None]] = {
     "bitsandbytes": stack._bitsandbytes, "deepspeed": stack._deepspeed,
     "libtinfo": stack._libtinfo, "std_headers": stack._std_headers,
     "forward_compat": stack._forward_compat, "psp_ring": stack._psp_ring,
-    "pcie_link": stack._pcie_link, "libcuda": stack._libcuda,
+    "pcie_link": stack._pcie_link, "libcuda": stack._libcuda, "smi_driver": _smi_driver,
 }

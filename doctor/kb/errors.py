@@ -70,6 +70,13 @@ GPU_ERROR_SHAPES: tuple[str, ...] = (
     r"/dev/kfd", r"\bROCk module\b", r"\bNVIDIA driver\b", r"\bNVML\b",
     r"\b(?:CUDA|HIP|GPU) out of memory", r"\bROCm\b[^\n]*(?:error|fail)",
     r"\bAcceleratorError\b",
+    # ROCr's report of a queue's hardware exception ("HW Exception by GPU node-1 (Agent
+    # handle: ...) reason :GPU Hang", ROCR-Runtime core/runtime/runtime.cpp)
+    r"\bHW Exception by GPU node-\d+",
+    # a GPU library of torch's that Windows could not load ("Error loading
+    # "...\torch\lib\caffe2_nvrtc.dll" or one of its dependencies", torch/__init__.py)
+    r"Error loading \"[^\"\n]*[/\\]torch[/\\]lib[/\\](?i:caffe2_nvrtc|c10_cuda|torch_cuda|"
+    r"c10_hip|torch_hip|cudnn|cublas|cudart|nvrtc|amdhip64|hiprtc)[^\"\n]*\.dll\"",
     # the HIP runtime's own log at its error level (":1:", amd::LOG_ERROR in ROCm clr's
     # rocclr/utils/debug.hpp): ":1:hip_memory.cpp:3354: IPC memory creation failed"
     r"^:1:\w+\.(?:cpp|hpp)\s*:\s*\d+\s*:",
@@ -103,7 +110,7 @@ GPU_ERROR_SHAPES: tuple[str, ...] = (
 GENERIC_KEYS = frozenset({
     "nccl-error", "miopen-error", "hip-invalid-argument", "hip-launch-failure",
     "cuda-launch-failure", "hsa-exception", "memory-access-fault", "cuda-illegal-address",
-    "hip-illegal-address", "nvidia-init-failed",
+    "hip-illegal-address", "nvidia-init-failed", "smi-driver-check",
     # the Xids NVIDIA's catalog gives a program, a driver and a GPU cause alike
     *(f"nvidia-xid-{x.code}" for x in nvidia_xid.XIDS if x.fix == nvidia_xid.APP_FIX),
 })

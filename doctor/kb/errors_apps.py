@@ -62,8 +62,10 @@ APP_MESSAGES: tuple[KnownMessage, ...] = (
         commands=(ROCM_AGENTS, KFD_NODES, "env | grep VISIBLE_DEVICES"),
         container_fix="Pass /dev/kfd and /dev/dri with the owning groups when the container "
                       "starts.", container_commands=(DOCKER_ROCM,),
+        # /dev/kfd refused in the same text is why HIP saw no device
         yields_to=("visible-devices-both-set", "visible-devices-mask", "rocm-on-nvidia",
-                   "wsl-rocm-bundled-hsa"), threads=7),
+                   "wsl-rocm-bundled-hsa", "kfd-permission", "kfd-root-only",
+                   "container-kfd-groups"), threads=7),
     KnownMessage(
         "cuda-no-device", "no CUDA-capable device is detected", "error",
         (r"no CUDA-capable device is detected", r"cudaErrorNoDevice"),

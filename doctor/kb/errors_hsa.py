@@ -14,6 +14,7 @@ from rocmdoctor.kb.messages import DMESG_AMDGPU, KnownMessage, Variant
 
 ROCM_4043 = "https://github.com/ROCm/ROCm/issues/4043"
 ROCM_1498 = "https://github.com/ROCm/ROCm/issues/1498"
+AMDSMI_172 = "https://github.com/ROCm/amdsmi/issues/172"
 ROCM_1080 = "https://github.com/ROCm/ROCm/issues/1080"
 ROCM_1211 = "https://github.com/ROCm/ROCm/issues/1211"
 ROCM_3144 = "https://github.com/ROCm/ROCm/issues/3144"
@@ -154,8 +155,7 @@ HSA_MESSAGES: tuple[KnownMessage, ...] = (
         threads=18),
     KnownMessage(
         "rock-not-loaded", "ROCk module is NOT loaded", "error",
-        (r"ROCk module is NOT (loaded|live)", r"Driver not initialized \(amdgpu not found in "
-                                             r"modules\)"),
+        (r"ROCk module is NOT (loaded|live)",),
         "The amdgpu kernel driver is not loaded or not initialized: no AMD GPU is attached to "
         "this machine or VM, the driver is blacklisted, or it failed to load (ROCm issue 1498: "
         "an Azure NVv4 VM's MI25 was never bound to amdgpu).",
@@ -167,6 +167,30 @@ HSA_MESSAGES: tuple[KnownMessage, ...] = (
                       "rocminfo on the host); inside the container only the devices are "
                       "passed.", container_commands=("cat /sys/module/amdgpu/initstate",),
         yields_to=("container-no-lsmod", "rocm-on-nvidia"), threads=6),
+    KnownMessage(
+        # amd-smi (and rocm-smi before it) decide the driver is loaded by reading
+        # /sys/module/amdgpu/initstate: missing where the driver is not loaded, but also under
+        # WSL (no amdgpu module: AMD, amdsmi issue 75, amd-smi is not supported there) and
+        # with amdgpu built into the kernel (amdsmi issue 172, fixed by rocm-systems pull
+        # 2689). Which one it is, the text or the machine says (resolver smi_driver).
+        "smi-driver-check", "amd-smi: driver not initialized (amdgpu not found in modules)",
+        "error",
+        (r"(?i:driver not initialized) \(amdgpu not found in modules\)",),
+        "amd-smi (rocm-smi too) checks the driver by reading /sys/module/amdgpu/initstate. It "
+        "is missing when amdgpu is not loaded, but also where the tool cannot see the module: "
+        "under WSL, where there is no amdgpu module (the GPU is reached through /dev/dxg and "
+        "amd-smi is not supported), and with amdgpu built into the kernel (an amd-smi bug, "
+        "amdsmi issue 172).",
+        "Ask rocminfo: if it lists the GPU, the driver works and only amd-smi's check is wrong "
+        "(update amd-smi where amdgpu is built into the kernel); if it lists none, load "
+        "amdgpu and read the kernel log for why it did not load.", "amdgpu-driver",
+        AMDSMI_172, commands=("rocminfo | grep -i gfx", "cat /sys/module/amdgpu/initstate",
+                              "grep CONFIG_DRM_AMDGPU= /boot/config-$(uname -r)"),
+        wsl_fix="Under WSL amd-smi is not supported and this is expected: there is no amdgpu "
+                "module, ROCm reaches the GPU through /dev/dxg. Check the GPU with rocminfo.",
+        wsl_commands=("rocminfo | grep -i gfx", "ls -l /dev/dxg"),
+        yields_to=("rock-not-loaded", "container-no-lsmod", "rocm-on-nvidia"),
+        context="smi_driver", threads=2),
     KnownMessage(
         "container-no-lsmod", "ROCk module is NOT loaded (lsmod missing in the image)", "error",
         (r"ROCk module is NOT loaded",),

@@ -87,7 +87,10 @@ STACK_MESSAGES: tuple[KnownMessage, ...] = (
         "bitsandbytes-no-gpu-build", "bitsandbytes loaded its CPU library", "error",
         (r"bitsandbytes was compiled without GPU support",
          r"Loading binary [^\n]*libbitsandbytes_cpu\.so", r"libbitsandbytes_cpu\.so: undefined",
-         r"CUDA Setup failed despite GPU being available"),
+         r"CUDA Setup failed despite GPU being available",
+         r"ROCm Setup failed despite ROCm being available",
+         r"Could not find the bitsandbytes (?:ROCm|CUDA) binary at",
+         r"No compatible (?:ROCm|CUDA) binary found at [^\n]*libbitsandbytes_"),
         "bitsandbytes found no GPU library it can load and fell back to its CPU one: on ROCm "
         "the installed package has no ROCm build (PyPI's bitsandbytes was CUDA-only before "
         "its ROCm support); on CUDA it found no CUDA runtime (libcudart).",
@@ -113,7 +116,23 @@ STACK_MESSAGES: tuple[KnownMessage, ...] = (
                           "releases ship their GPU libraries in the wheel and say which "
                           "backend they load), then run `python -m bitsandbytes`.",
                           ("pip install -U bitsandbytes", "python -m bitsandbytes"),
-                          "The text shows bitsandbytes' old CUDA setup.")),
+                          "The text shows bitsandbytes' old CUDA setup."),
+                  # bitsandbytes/cextension.py (get_cuda_bnb_library_path): the library is
+                  # looked for under torch.version.hip's ROCm (libbitsandbytes_rocm63.so);
+                  # BNB_ROCM_VERSION names another; ROCm/bitsandbytes issue 82 (AMD): the
+                  # build had named it after the system's ROCm instead.
+                  Variant("bnb_rocm_named",
+                          "bitsandbytes looked for its ROCm library under torch's ROCm "
+                          "version (libbitsandbytes_rocmNN) and it is not there: the build "
+                          "named it after another ROCm (the system's, not torch's). Build it "
+                          "for torch's ROCm version, or set BNB_ROCM_VERSION to the digits of "
+                          "the library that was built.",
+                          ("python -c 'import torch; print(torch.version.hip)'",
+                           "python -c 'import bitsandbytes, pathlib; print(*pathlib.Path("
+                           "bitsandbytes.__file__).parent.glob(\"libbitsandbytes_*\"))'",
+                           "export BNB_ROCM_VERSION=<digits of the library built, e.g. 64>"),
+                          "The text names the ROCm library bitsandbytes looked for and did not "
+                          "find.")),
         # its CUDA setup saying libcuda.so was not found: the driver library is the cause
         # and the CPU library the consequence (bitsandbytes pull 337: WSL's /usr/lib/wsl/lib)
         yields_to=("libcuda-missing",),

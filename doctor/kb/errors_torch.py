@@ -298,7 +298,10 @@ TORCH_MESSAGES: tuple[KnownMessage, ...] = (
         (r"libcuda\.so(?:\.1)?: cannot open shared object file", r"cannot find -lcuda\b",
          r"libcuda\.so cannot found",
          # bitsandbytes' CUDA setup before 0.43 (cuda_setup/main.py), then its CPU library
-         r"CUDA SETUP: WARNING! libcuda\.so not found!"),
+         r"CUDA SETUP: WARNING! libcuda\.so not found!",
+         # the Rust crate cudarc's loader (src/driver/sys/mod.rs; cudarc issue 255: WSL's
+         # /usr/lib/wsl/lib was not on LD_LIBRARY_PATH)
+         r"Unable to find cuda lib under the names \[\"cuda\""),
         "The NVIDIA driver's user-space library is not on the loader path. Under WSL it lives "
         "in /usr/lib/wsl/lib and only libcuda.so.1 is there, while cuDNN asks for libcuda.so "
         "(WSL issue 8587). Without an NVIDIA GPU it is missing because there is no driver.",

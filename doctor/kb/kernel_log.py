@@ -10,7 +10,7 @@ Linux `drivers/gpu/drm/amd`.
 from __future__ import annotations
 
 from rocmdoctor.kb import nvidia_xid
-from rocmdoctor.kb.messages import DMESG_AMDGPU, DMESG_GPU, KnownMessage
+from rocmdoctor.kb.messages import DMESG_AMDGPU, DMESG_GPU, KnownMessage, Variant
 
 ROCM_3207 = "https://github.com/ROCm/ROCm/issues/3207"
 ROCM_2330 = "https://github.com/ROCm/ROCm/issues/2330"
@@ -171,6 +171,16 @@ AMD_MESSAGES: tuple[KnownMessage, ...] = (
         "the usual cause (install linux-firmware matching the kernel or driver); otherwise use "
         "a kernel or amdgpu-dkms release that supports this GPU.",
         "amdgpu-driver", AMDGPU_KMS, commands=(DMESG_AMDGPU,), needs_root=True,
+        # error -12 (ENOMEM) at probe: the platform could not map the card's BARs; AMD's
+        # answer is the BIOS (ROCm/legacy-rocm-build issue 6281: "Above 4G Decoding +
+        # Resizable BAR"; ROCm/rocm-install-on-linux issue 615: fixed in the BIOS)
+        variants=(Variant(
+            "probe_enomem", "Enable Above 4G Decoding and Resizable BAR (and turn CSM off) in "
+            "the BIOS, then reboot: amdgpu could not map the card's memory windows (BARs).",
+            ("sudo dmesg | grep -i -e BAR -e 'error -12'",
+             "sudo lspci -vv -d 1002: | grep -i -e 'Region' -e 'BAR'"),
+            "The probe failed with error -12 (ENOMEM): the space for the card's BARs could "
+            "not be given, which the BIOS settings decide."),),
         yields_to=("amdgpu-firmware-missing", "amdgpu-psp-load-failed", "amdgpu-psp-ring-failed"),
         level="fail"),
     KnownMessage(
