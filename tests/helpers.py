@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 from typing import Any, Optional
 
@@ -88,3 +89,10 @@ def processes_with(marker: str) -> list[int]:
             except OSError:
                 continue
     return found
+
+
+def ctrl_c_default() -> None:
+    """preexec_fn for a command a test stops with SIGINT: a shell's background job (`pytest
+    &`, a mutation run) starts with SIGINT ignored, which its children inherit and Python
+    then keeps; the command under test must see Ctrl-C as a terminal sends it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -25,7 +25,7 @@ from rocmdoctor.tuners.bench.ddp_launch import merged
 from rocmdoctor.tuners.bench.spec import BenchSpec
 from rocmdoctor.tuners.model import Platform
 from rocmdoctor.tuners.result import ddp_lines, how_to_apply
-from tests.helpers import processes_with
+from tests.helpers import ctrl_c_default, processes_with
 
 BENCH = [sys.executable, "-m", "rocmdoctor", "bench"]
 TUNE = [sys.executable, "-m", "rocmdoctor", "tune"]
@@ -318,7 +318,7 @@ def test_a_ddp_tune_resumes_where_it_was_interrupted(tmp_path: Path) -> None:
                           "--confirm-max-rounds", "2"]
     env = _env(tmp_path)
     first = subprocess.Popen(args, cwd=tmp_path, env=env, text=True, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE)
+                             stderr=subprocess.PIPE, preexec_fn=ctrl_c_default)
     assert first.stderr is not None
     for line in first.stderr:
         if line.startswith("[2/"):

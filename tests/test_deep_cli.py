@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.deep_runs import command, recorded
+from tests.helpers import ctrl_c_default
 
 pytestmark = pytest.mark.e2e
 MEASURED = ("gemm-rate", "conv-rate", "memory-bandwidth", "host-link", "clocks-under-load",
@@ -124,7 +125,7 @@ def test_ctrl_c_ends_the_stress_run_with_the_figures_so_far() -> None:
     proc = subprocess.Popen([sys.executable, "-m", "rocmdoctor", "check", "--stress", "5m",
                              "--only", "stress,gemm-rate"], env=_cpu(), text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            stdin=subprocess.DEVNULL)
+                            stdin=subprocess.DEVNULL, preexec_fn=ctrl_c_default)
     time.sleep(12)  # the quick measurements, then the stress loop
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=90)

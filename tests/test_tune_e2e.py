@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+from tests.helpers import ctrl_c_default
+
 pytestmark = pytest.mark.e2e
 
 # `rocmdoctor tune` once rocmdoctor.cli.app registers it; the module runs the same command alone.
@@ -43,7 +45,8 @@ def resumed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     tmp = tmp_path_factory.mktemp("tune")
     env = _env(tmp)
     first = subprocess.Popen(TUNE + WORKLOAD + SEARCH, cwd=tmp, env=env, text=True,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             preexec_fn=ctrl_c_default)
     assert first.stderr is not None
     seen: list[str] = []
     for line in first.stderr:
@@ -62,7 +65,7 @@ def resumed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 
 def test_interrupt_exits_130_and_says_how_to_resume(resumed: dict[str, Any]) -> None:
-    assert resumed["first_rc"] == 130
+    assert resumed["first_rc"] == 130, resumed["first_err"][-4000:]
     assert resumed["first_err"].rstrip().endswith(
         "rocmdoctor tune: interrupted; finished trials are saved in the study, run the same "
         "command to continue")

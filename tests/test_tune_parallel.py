@@ -22,6 +22,7 @@ from rocmdoctor.cli.tune import parse_gpus
 from rocmdoctor.tuners.bench.spec import BenchSpec
 from rocmdoctor.tuners.model import Platform, Trial
 from rocmdoctor.tuners.tune import TuneError, TuneOptions, Tuner
+from tests.helpers import ctrl_c_default
 
 TUNE = [sys.executable, "-m", "rocmdoctor", "tune"]
 WORKLOAD = ["--model", "tinycnn", "--device", "cpu", "--batch-size", "8", "--image-size", "32",
@@ -74,7 +75,8 @@ def test_trials_run_concurrently_one_per_gpu(tmp_path: Path) -> None:
 def test_interrupted_parallel_tune_resumes_without_repeating(tmp_path: Path) -> None:
     env = _env(tmp_path)
     first = subprocess.Popen(TUNE + WORKLOAD + SEARCH, cwd=tmp_path, env=env, text=True,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             preexec_fn=ctrl_c_default)
     assert first.stderr is not None
     seen: list[str] = []
     finished = 0
@@ -268,7 +270,7 @@ def test_ctrl_c_twice_leaves_no_trial_running(tmp_path: Path, gpus: list[str]) -
     search = [a for a in SEARCH if a not in ("--gpus", "0,1")] + gpus
     tune = subprocess.Popen(TUNE + WORKLOAD + search, cwd=tmp_path, env=_env(tmp_path),
                             text=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=ctrl_c_default)
     assert tune.stderr is not None
     started = 0
     for line in tune.stderr:
@@ -314,6 +316,9 @@ def test_ctrl_c_inside_a_deferred_step_is_raised_once_the_step_is_done() -> None
 
     from rocmdoctor.tuners.search import ctrl_c_deferred as _ctrl_c_deferred
 
+    # Ctrl-C as a terminal's foreground process has it (a background job starts with SIGINT
+    # ignored, and the step then has no handler to hand it to)
+    outer = signal.signal(signal.SIGINT, signal.default_int_handler)
     before = signal.getsignal(signal.SIGINT)
     steps: list[str] = []
     with pytest.raises(KeyboardInterrupt):
@@ -336,6 +341,7 @@ def test_ctrl_c_inside_a_deferred_step_is_raised_once_the_step_is_done() -> None
     thread = threading.Thread(target=off_main)
     thread.start()
     thread.join()
+    signal.signal(signal.SIGINT, outer)
     assert steps == ["whole", "quiet", "thread"] and not elsewhere
 
 

@@ -68,6 +68,12 @@ def _platform() -> Optional[str]:
         return None
 
 
+def _in_venv(prefix: str, base_prefix: str) -> bool:
+    """A virtual environment's sys.prefix differs from the interpreter's base_prefix
+    (https://docs.python.org/3/library/venv.html#how-venvs-work)."""
+    return prefix != base_prefix
+
+
 def _last_line(exc: BaseException) -> str:
     lines = traceback.format_exception_only(type(exc), exc)
     text = "".join(lines).strip().splitlines()
@@ -80,7 +86,7 @@ class Probe:
             "executable": sys.executable,
             "version": ".".join(str(p) for p in sys.version_info[:3]),
             "prefix": sys.prefix,
-            "in_venv": sys.prefix != getattr(sys, "base_prefix", sys.prefix),
+            "in_venv": _in_venv(sys.prefix, getattr(sys, "base_prefix", sys.prefix)),
             # What torch.utils.collect_env prints as "Libc version" and "Python platform".
             "libc": _libc(),
             "platform": _platform(),

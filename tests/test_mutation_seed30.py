@@ -1,0 +1,115 @@
+"""What the mutation run of seed 30 (docs/testing.md) found no test for: each test below
+fails on the change that survived, and passes on the code as it is."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+
+from rocmdoctor.host.base import CommandResult
+
+
+def test_a_slow_window_under_stress_says_to_look_at_clocks_and_temperature() -> None:
+    from tests.test_deep_verdicts import _stress, _stressed
+
+    windows = [780.0] * 300 + [612.0] + [775.0] * 299
+    result = _stress(_stressed(windows, reasons={"SW Power Cap": 0.7}))
+    assert result.fix is not None
+    assert result.fix.text == ("Look at clocks-under-load and the temperature over the run: a "
+                               "card that slows as it heats needs cooling.")
+    assert result.fix.commands == ("rocmdoctor check --stress 10m --only stress -v",)
+
+
+def test_torch_rocm_match_gives_up_soon_after_both_children_would_have() -> None:
+    # the probe's limit, then the library-load child's, then a margin: not their product
+    from rocmdoctor.checks.torch_rocm_match import TorchRocmMatch
+    from rocmdoctor.facts.libload import LIBLOAD_TIMEOUT_S
+    from rocmdoctor.host.probe import PROBE_TIMEOUT_S
+
+    assert TorchRocmMatch.deadline_s is not None
+    assert PROBE_TIMEOUT_S + LIBLOAD_TIMEOUT_S < TorchRocmMatch.deadline_s <= \
+        PROBE_TIMEOUT_S + LIBLOAD_TIMEOUT_S + 60
+
+
+def test_a_dkms_line_whose_module_has_a_space_is_no_module() -> None:
+    from rocmdoctor.facts.amdgpu_module import parse_dkms_status
+
+    assert parse_dkms_status("Error! bad conf, here: installed\n") == []
+
+
+def test_a_virtual_environment_is_a_prefix_other_than_the_base() -> None:
+    from rocmdoctor.host.probe_child import _in_venv
+
+    # whichever sorts first: a venv under /a beside a base in /usr, and the other way round
+    assert _in_venv("/a/venv", "/usr") and _in_venv("/usr/venv", "/opt/python")
+    assert not _in_venv("/usr", "/usr")
+
+
+def test_a_python_that_printed_only_a_traceback_header_is_a_python() -> None:
+    from rocmdoctor.host.probe import _not_python
+
+    said = CommandResult(returncode=1, stdout="", stderr="Traceback (most recent call last):\n")
+    assert _not_python(said, None) is False
+    assert _not_python(CommandResult(returncode=1, stdout="", stderr="nope\n"), None) is True
+
+
+def test_the_evidence_keeps_300_characters_of_the_last_line() -> None:
+    from rocmdoctor.host.probe import _output_line
+
+    assert _output_line(CommandResult(returncode=1, stdout="", stderr="x" * 400 + "\n")) == \
+        "x" * 300
+
+
+def test_the_deep_child_script_is_where_the_deep_check_starts_it() -> None:
+    from rocmdoctor.host.deep import DEEP_SCRIPT
+
+    assert os.path.basename(DEEP_SCRIPT) == "deep_child.py" and os.path.isfile(DEEP_SCRIPT)
+
+
+def _check(id_: str, depends: tuple[str, ...] = ()) -> Any:
+    from rocmdoctor.model import Check
+
+    return type(f"C_{id_.replace('-', '_')}", (Check,), {
+        "id": id_, "title": id_, "depends": depends, "run": lambda self, host: None})()
+
+
+def test_a_prerequisite_no_check_provides_is_not_selected() -> None:
+    from rocmdoctor.runner import with_prerequisites
+
+    checks = [_check("a", ("b", "gone")), _check("b")]
+    assert with_prerequisites(checks, {"a"}) == {"a", "b"}
+
+
+def test_an_unknown_check_id_names_the_known_ones() -> None:
+    from rocmdoctor.runner import UnknownCheckError, select_checks
+
+    with pytest.raises(UnknownCheckError) as raised:
+        select_checks([_check("a"), _check("b")], only=["zz"])
+    assert str(raised.value) == "unknown check id: zz (no check matches it; known: a, b)"
+
+
+def test_a_programs_error_line_is_numbered_from_one() -> None:
+    from rocmdoctor.explain import _program_error_line
+
+    assert _program_error_line("one\ntwo\nValueError: boom\nthree") == ("ValueError: boom", 3)
+
+
+def test_a_capability_below_the_builds_newest_of_its_major_is_not_above_it() -> None:
+    from rocmdoctor.explain.context import CONDITIONS, Situation
+
+    def above(text: str) -> bool:
+        return CONDITIONS["capability_above_build"](Situation(text, None))
+
+    build = "Minimum and Maximum cuda capability supported by this version of PyTorch is (7.0) - " \
+            "(8.9)\n"
+    assert above(build + "Found GPU0 NVIDIA X which is of cuda capability 8.6.\n") is False
+    assert above(build.replace("(8.9)", "(8.0)") +
+                 "Found GPU0 NVIDIA X which is of cuda capability 8.6.\n") is True
+
+
+def test_a_last_line_ending_in_a_carriage_return_loses_only_that() -> None:
+    from rocmdoctor.explain.reading import lines_of
+
+    assert list(lines_of(["one\r\ntwo\r"])) == ["one", "two"]
