@@ -185,7 +185,8 @@ def _run_warnings(stats: dict[str, Any], steps: int, spec: BenchSpec, held: Opti
 
 def run(spec: BenchSpec, emit: Callable[[dict[str, Any]], None], fault: str) -> None:
     """Measure, and emit the result; a rank of a data-parallel run leaves its process group
-    after that, so a rank that hangs on its way out has given its result first."""
+    after that, so a rank that hangs on its way out has given its result first
+    (destroy_process_group can hang: pytorch issue 75097, open; the launcher then kills it)."""
     started = time.monotonic()
     import torch
 
