@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Generator
+from collections.abc import Generator, Iterator
 
 import pytest
 
@@ -34,3 +34,16 @@ def _no_live_host(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatc
         raise AssertionError("a unit test used the live host; use SnapshotHost or mark it e2e")
 
     monkeypatch.setattr(livehost.LiveHost, "__init__", refuse)
+
+
+@pytest.fixture
+def ctrl_c() -> Iterator[None]:
+    """Ctrl-C raises KeyboardInterrupt in this process, as in a terminal's foreground job: a
+    shell's background job (`pytest &`, a mutation run) starts with SIGINT ignored."""
+    import signal
+
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)

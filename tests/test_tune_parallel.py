@@ -199,7 +199,7 @@ def test_a_failing_gpu_thread_stops_the_others() -> None:
 
 @pytest.mark.parametrize("gpus", [(0, 1), ()], ids=["two-gpus", "one"])
 def test_ctrl_c_waits_for_every_thread_to_record_its_trial(
-        gpus: tuple[int, ...], monkeypatch: pytest.MonkeyPatch) -> None:
+        gpus: tuple[int, ...], monkeypatch: pytest.MonkeyPatch, ctrl_c: None) -> None:
     """Ctrl-C reaches the main thread while it waits for the search threads. Up to CPython
     3.12 a Ctrl-C landing in Thread.join() marks the joined thread as ended while it still
     runs (python/cpython#90882): the tune then stopped at once, and the trial that thread
@@ -221,13 +221,13 @@ def test_ctrl_c_waits_for_every_thread_to_record_its_trial(
     tuner.ctx.study = type("S", (), {"_pop_waiting_trial_id": lambda self: None})()
     released: list[str] = []
     monkeypatch.setattr(sd, "release", lambda study, owner: released.append(owner))
-    ctrl_c = threading.Timer(0.6, os.kill, (os.getpid(), signal.SIGINT))
-    ctrl_c.start()
+    press = threading.Timer(0.6, os.kill, (os.getpid(), signal.SIGINT))
+    press.start()
     try:
         with pytest.raises(KeyboardInterrupt):
             tuner.search.run()
     finally:  # a test that fails early must not let the Ctrl-C land in the next one
-        ctrl_c.cancel()
+        press.cancel()
     assert sorted(recorded, key=str) == sorted(gpus or (None,), key=str)
     assert released == [tuner.search.owner]
 
@@ -311,14 +311,11 @@ def test_the_grid_sampler_learns_of_an_ended_trial_under_the_suggest_lock() -> N
     assert held == [True] and not tuner.search.lock.locked()
 
 
-def test_ctrl_c_inside_a_deferred_step_is_raised_once_the_step_is_done() -> None:
+def test_ctrl_c_inside_a_deferred_step_is_raised_once_the_step_is_done(ctrl_c: None) -> None:
     import threading
 
     from rocmdoctor.tuners.search import ctrl_c_deferred as _ctrl_c_deferred
 
-    # Ctrl-C as a terminal's foreground process has it (a background job starts with SIGINT
-    # ignored, and the step then has no handler to hand it to)
-    outer = signal.signal(signal.SIGINT, signal.default_int_handler)
     before = signal.getsignal(signal.SIGINT)
     steps: list[str] = []
     with pytest.raises(KeyboardInterrupt):
@@ -341,7 +338,6 @@ def test_ctrl_c_inside_a_deferred_step_is_raised_once_the_step_is_done() -> None
     thread = threading.Thread(target=off_main)
     thread.start()
     thread.join()
-    signal.signal(signal.SIGINT, outer)
     assert steps == ["whole", "quiet", "thread"] and not elsewhere
 
 
