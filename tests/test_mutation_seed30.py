@@ -113,3 +113,44 @@ def test_a_last_line_ending_in_a_carriage_return_loses_only_that() -> None:
     from rocmdoctor.explain.reading import lines_of
 
     assert list(lines_of(["one\r\ntwo\r"])) == ["one", "two"]
+
+
+def test_an_option_in_prose_stays_with_its_command_when_wrapped() -> None:
+    from rocmdoctor.render.terminal import wrap
+
+    lines = wrap("then run sudo update-initramfs -u and reboot the machine once more", 30,
+                 "", "")
+    assert any("update-initramfs -u" in ln for ln in lines), lines
+
+
+def test_a_trials_time_limit_is_six_times_your_settings_run() -> None:
+    from rocmdoctor.tuners.bench.spec import BenchSpec
+    from rocmdoctor.tuners.model import Plan, Trial
+    from tests.test_tune_parallel import _platform, _tuner
+
+    tuner = _tuner((), {}, _platform())
+    plan = Plan(spec=BenchSpec(model="tinycnn"), env={}, tunableop=False, dirs={})
+    ran = Trial(number=0, params={}, state="ok", wall_s=100.0)
+    assert tuner.runner.timeout(plan, ran) == 600.0
+    assert tuner.runner.timeout(plan, Trial(number=0, params={}, state="ok", wall_s=1.0)) == 120.0
+    assert tuner.runner.timeout(plan, None) == 900.0
+
+
+def test_the_compile_line_to_apply_is_a_whole_call() -> None:
+    from rocmdoctor.tuners.result import CODE_LINES
+
+    assert CODE_LINES[("compile", "on")] == ("model = torch.compile(model)",)
+
+
+def test_a_trials_wall_time_is_recorded_for_the_next_time_limit() -> None:
+    import optuna
+
+    from rocmdoctor.tuners.bench.child import TrialOutcome
+    from rocmdoctor.tuners.search import Search
+    from rocmdoctor.tuners.study import read_trial
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study()
+    trial = study.ask()
+    Search._record_end(trial, TrialOutcome("crashed", None, "boom", "", 1, 12.5), None, None)
+    assert read_trial(study.trials[0]).wall_s == 12.5
