@@ -57,6 +57,8 @@ WINGS: dict[str, tuple[str, ...]] = {
     "bench": ("tuners/bench/*.py",),
 }
 KB_GOLDEN_TEST = "tests/test_kb_tables_golden.py::test_the_tables_of_each_kb_module"
+TUNER_GOLDEN_TEST = "tests/test_kb_tables_golden.py::test_the_tables_of_the_tuners_data_modules"
+TUNER_TABLES = ("tuners/knobs.py", "tuners/bench/spec.py")  # held whole the same way
 PYTEST = ["-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
           "--no-header", "-o", "addopts=", "-m", "not gpu"]
 
@@ -212,6 +214,8 @@ class CoverageMap:
                 # every kb table is held whole by its golden file; the test reads the tables
                 # through getattr, which no name-reading map sees
                 tests.add(KB_GOLDEN_TEST)
+            elif m.path in TUNER_TABLES:
+                tests.add(TUNER_GOLDEN_TEST)
         return tests
 
     def import_time_tests(self, path: str, defined: frozenset[str]) -> set[str]:

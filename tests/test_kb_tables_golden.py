@@ -64,11 +64,17 @@ def plain(value: Any) -> Any:
     return {"@": type(value).__name__, "repr": repr(value)}
 
 
-def table_text(module: str) -> str:
-    mod = importlib.import_module(f"rocmdoctor.kb.{module}")
-    tables = {name: plain(getattr(mod, name)) for name in _own_names(KB / f"{module}.py")
+def table_text(module: str, package: str = "rocmdoctor.kb", folder: Path = KB) -> str:
+    mod = importlib.import_module(f"{package}.{module}")
+    tables = {name: plain(getattr(mod, name)) for name in _own_names(folder / f"{module}.py")
               if hasattr(mod, name)}
     return json.dumps(tables, indent=1, ensure_ascii=False, sort_keys=True) + "\n"
+
+
+# The tuner's own data modules: the knobs table and the bench settings a spec takes (a
+# knob's description, a setting's choices and help), held the same way.
+TUNER_TABLES = {"knobs": ("rocmdoctor.tuners", ROOT / "tuners"),
+                "spec": ("rocmdoctor.tuners.bench", ROOT / "tuners" / "bench")}
 
 
 def test_every_kb_module_has_tables() -> None:
@@ -80,6 +86,12 @@ def test_every_kb_module_has_tables() -> None:
 @pytest.mark.parametrize("module", MODULES)
 def test_the_tables_of_each_kb_module(module: str) -> None:
     assert_golden(GOLDEN / f"{module}.json", table_text(module))
+
+
+@pytest.mark.parametrize("module", sorted(TUNER_TABLES))
+def test_the_tables_of_the_tuners_data_modules(module: str) -> None:
+    package, folder = TUNER_TABLES[module]
+    assert_golden(GOLDEN / f"tuners-{module}.json", table_text(module, package, folder))
 
 
 def test_a_changed_row_field_changes_the_golden_text() -> None:

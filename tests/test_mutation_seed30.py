@@ -192,3 +192,74 @@ def _recorded_bench() -> Any:
     # a real result, measured on the H200 (docs/benchmarks.md)
     return Path(__file__).parent.parent / "docs" / "data" / \
         "bench-resnet50-h200-tune-data-pick-tensors-2026-12-03.json"
+
+
+def test_mfu_says_why_the_gemm_was_not_measured() -> None:
+    from rocmdoctor.tuners.bench.render import mfu_text
+
+    assert mfu_text({"gemm": {"tflops": None, "reason": "not measured (settings: mfu=false)"}}) \
+        == "not measured (settings: mfu=false)"
+    assert mfu_text({}) == "-"
+
+
+def test_no_gpu_is_counted_in_the_plural() -> None:
+    from rocmdoctor.render.fleet import _n
+
+    assert (_n(0, "GPU"), _n(1, "GPU"), _n(2, "GPU")) == ("0 GPUs", "1 GPU", "2 GPUs")
+
+
+def test_a_report_without_problems_says_so() -> None:
+    from types import SimpleNamespace
+
+    from rocmdoctor.render.report import _problem_lines
+
+    assert _problem_lines(SimpleNamespace(results=[])) == [  # type: ignore[arg-type]
+        "No check failed or warned.", ""]
+
+
+def test_every_matmul_precision_choice_is_one_torch_takes() -> None:
+    torch = pytest.importorskip("torch")
+    from rocmdoctor.tuners.bench.spec import _CHOICES
+
+    before = torch.get_float32_matmul_precision()
+    try:
+        for choice in _CHOICES["matmul_precision"]:
+            torch.set_float32_matmul_precision(choice)
+            assert torch.get_float32_matmul_precision() == choice
+    finally:
+        torch.set_float32_matmul_precision(before)
+
+
+def test_a_child_followed_past_its_deadline_has_timed_out() -> None:
+    import queue
+    import time
+
+    from rocmdoctor.tuners.bench.child import _follow
+
+    lines: queue.Queue[Any] = queue.Queue()
+    assert _follow(lines, time.monotonic() - 0.5, None, None) == (None, "timeout")
+
+
+def test_step_times_exactly_at_the_noise_limit_are_not_noisy() -> None:
+    from rocmdoctor.tuners.bench.metrics import IQR_WARN, noise_warning
+
+    assert noise_warning({"step_time_s": {"iqr_over_median": IQR_WARN}}) is None
+    assert noise_warning({"step_time_s": {"iqr_over_median": IQR_WARN + 0.01}}) is not None
+
+
+def test_the_gpus_busy_share_is_shown_beside_its_power() -> None:
+    from rocmdoctor.tuners.bench.render import _power_rows
+
+    rows = _power_rows({"avg_w": 500.0, "peak_w": 600.0, "energy_per_sample_j": 1.0,
+                        "source": "nvml", "sample_hz": 10.0, "util_avg_pct": 97.0}, 1, "image")
+    assert ("GPU busy", "97 % average") in rows
+    assert all(r[0] != "GPU busy" for r in _power_rows({"avg_w": 500.0}, 1, "image"))
+
+
+def test_energy_is_the_average_power_over_the_whole_measured_span() -> None:
+    from rocmdoctor.tuners.bench.power import summarize
+
+    # 100 W sampled over 1 s of a 4 s measurement: 400 J, not the 100 J between the samples
+    out = summarize([(0.0, 100.0, None), (1.0, 100.0, None)], None, 4.0, 10, "x", None)
+    assert out["energy_j"] == pytest.approx(400.0)
+    assert out["energy_per_sample_j"] == pytest.approx(40.0)
