@@ -408,33 +408,6 @@ def _xformers_build(entry: KnownMessage, s: Situation, ctx: Context) -> None:
         ctx.notes.append(f"xformers was built for torch {built}; you have {have}.")
 
 
-# rocminfo's own output in the text: it ran, so the HSA runtime reached the driver
-_ROCMINFO_RAN = re.compile(r"^HSA System Attributes|^\s*Name:\s+gfx[0-9a-f]{3,4}\b", re.M)
-
-
-def _smi_driver(entry: KnownMessage, s: Situation, ctx: Context) -> None:
-    """amd-smi's "driver not initialized": WSL, or rocminfo working in the same text, says
-    it is amd-smi's check that is wrong, not the driver."""
-    wsl = re.search(r"WSL environment detected", s.text)
-    if wsl or s.environment()[0] == "wsl":
-        if wsl:
-            ctx.basis.append(s.line_of(wsl.start()))
-        ctx.fix = entry.wsl_fix
-        ctx.commands[:] = list(entry.wsl_commands)
-        ctx.notes.append("This is WSL: amd-smi is not supported there (AMD, amdsmi issue 75); "
-                         "the GPU is reached through /dev/dxg.")
-        ctx.settled = True
-        return
-    ran = _ROCMINFO_RAN.search(s.text)
-    if ran:
-        ctx.basis.append(s.line_of(ran.start()))
-        ctx.notes.append(f"rocminfo ran in the same text (line {s.line_of(ran.start())}): the "
-                         "driver works, and amd-smi's own check is what is wrong (amdgpu "
-                         "built into the kernel: amdsmi issue 172, fixed by rocm-systems pull "
-                         "2689; update amd-smi).")
-        ctx.settled = True
-
-
 RESOLVERS: dict[str, Callable[[KnownMessage, Situation, Context], None]] = {
     "gpu_code": targets._gpu_code, "out_of_memory": _out_of_memory,
     "machine_state": _machine_state, "user_groups": _user_groups, "torchvision": _torchvision,
@@ -450,5 +423,5 @@ RESOLVERS: dict[str, Callable[[KnownMessage, Situation, Context], None]] = {
     "bitsandbytes": stack._bitsandbytes, "deepspeed": stack._deepspeed,
     "libtinfo": stack._libtinfo, "std_headers": stack._std_headers,
     "forward_compat": stack._forward_compat, "psp_ring": stack._psp_ring,
-    "pcie_link": stack._pcie_link, "libcuda": stack._libcuda, "smi_driver": _smi_driver,
+    "pcie_link": stack._pcie_link, "libcuda": stack._libcuda, "smi_driver": stack._smi_driver,
 }

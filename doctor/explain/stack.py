@@ -210,3 +210,30 @@ def _pcie_link(entry: KnownMessage, s: Situation, ctx: Context) -> None:
                          "pcie_aspm.policy=performance) tells the two apart.")
         ctx.commands.extend([*entry.commands, "cat /sys/module/pcie_aspm/parameters/policy",
                              "sudo lspci -vvv | grep -i aspm"])
+
+
+# rocminfo's own output in the text: it ran, so the HSA runtime reached the driver
+_ROCMINFO_RAN = re.compile(r"^HSA System Attributes|^\s*Name:\s+gfx[0-9a-f]{3,4}\b", re.M)
+
+
+def _smi_driver(entry: KnownMessage, s: Situation, ctx: Context) -> None:
+    """amd-smi's "driver not initialized": WSL, or rocminfo working in the same text, says
+    it is amd-smi's check that is wrong, not the driver."""
+    wsl = re.search(r"WSL environment detected", s.text)
+    if wsl or s.environment()[0] == "wsl":
+        if wsl:
+            ctx.basis.append(s.line_of(wsl.start()))
+        ctx.fix = entry.wsl_fix
+        ctx.commands[:] = list(entry.wsl_commands)
+        ctx.notes.append("This is WSL: amd-smi is not supported there (AMD, amdsmi issue 75); "
+                         "the GPU is reached through /dev/dxg.")
+        ctx.settled = True
+        return
+    ran = _ROCMINFO_RAN.search(s.text)
+    if ran:
+        ctx.basis.append(s.line_of(ran.start()))
+        ctx.notes.append(f"rocminfo ran in the same text (line {s.line_of(ran.start())}): the "
+                         "driver works, and amd-smi's own check is what is wrong (amdgpu "
+                         "built into the kernel: amdsmi issue 172, fixed by rocm-systems pull "
+                         "2689; update amd-smi).")
+        ctx.settled = True

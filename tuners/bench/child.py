@@ -173,28 +173,13 @@ def _watch(proc: process.Popen[str], spec: BenchSpec, start: float, timeout_s: f
         process.kill_group(proc)
         proc.wait()
         raise
-    deadline = start + timeout_s
     if ended_by == "timeout" and spec.nproc == 1:  # (a launcher names its hung ranks itself)
         abort_for_stacks([proc])  # where it hung, in its stderr, before it is killed
     if ended_by:
         process.kill_group(proc)
-    exit_hung = False
-    wait_until = time.monotonic() + max(5.0, deadline - time.monotonic())
-    returncode: Optional[int] = None
-    while returncode is None:
-        try:
-            returncode = proc.wait(timeout=0.25)
-        except process.TimeoutExpired:
-            if cancel is not None and cancel.is_set():
-                process.kill_group(proc)
-                proc.wait()
-                raise KeyboardInterrupt from None
-            if time.monotonic() >= wait_until:
-                process.kill_group(proc)  # closed stdout but never exited
-                returncode = proc.wait()
-                exit_hung = True
-                if final is None or final.get("event") != "result":
-                    ended_by = ended_by or "timeout"
+    returncode, exit_hung = _reap(proc, start + timeout_s, cancel)
+    if exit_hung and (final is None or final.get("event") != "result"):
+        ended_by = ended_by or "timeout"
     for reader in readers:
         reader.join(timeout=2.0)
     wall = time.monotonic() - start
@@ -207,6 +192,24 @@ def _watch(proc: process.Popen[str], spec: BenchSpec, start: float, timeout_s: f
                    f"{python} -c 'import torch, rocmdoctor')")
     return TrialOutcome(state, result, message, stderr_tail, returncode, wall,
                         started=bool(began))
+
+
+def _reap(proc: process.Popen[str], deadline: float, cancel: Optional[threading.Event]
+          ) -> tuple[int, bool]:
+    """Wait for the child to exit (its exit status, and whether it hung at exit): one that
+    closed stdout but does not exit by the deadline (5 s at least) is killed."""
+    wait_until = time.monotonic() + max(5.0, deadline - time.monotonic())
+    while True:
+        try:
+            return proc.wait(timeout=0.25), False
+        except process.TimeoutExpired:
+            if cancel is not None and cancel.is_set():
+                process.kill_group(proc)
+                proc.wait()
+                raise KeyboardInterrupt from None
+            if time.monotonic() >= wait_until:
+                process.kill_group(proc)  # closed stdout but never exited
+                return proc.wait(), True
 
 
 def _follow(
