@@ -86,8 +86,8 @@ def test_an_unknown_check_id_names_the_known_ones() -> None:
     from rocmdoctor.runner import UnknownCheckError, select_checks
 
     with pytest.raises(UnknownCheckError) as raised:
-        select_checks([_check("a"), _check("b")], only=["zz"])
-    assert str(raised.value) == "unknown check id: zz (no check matches it; known: a, b)"
+        select_checks([_check("a"), _check("b")], only=["zz"], skip=["yy"])
+    assert str(raised.value) == "unknown check id: zz, yy (no check matches it; known: a, b)"
 
 
 def test_a_programs_error_line_is_numbered_from_one() -> None:
