@@ -16,12 +16,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from rocmdoctor.explain import Diagnosis, diagnose
+from rocmdoctor.explain import Diagnosis, diagnose, explain_text
 from rocmdoctor.host.snapshot import SnapshotHost
 from tests.helpers import REAL, char_dev, fixture_header, fixture_text, make_snapshot
 
 ERRORS = REAL / "errors"
 WSL_KERNEL = "5.15.153.1-microsoft-standard-WSL2"
+# a WSL machine's `uname -a` line, as a paste shows it
+WSL_UNAME = f"\nLinux DESKTOP-1 {WSL_KERNEL} #1 SMP x86_64\n"
+
+
+def paste(name: str) -> str:
+    """The text of a real paste of tests/fixtures/real/errors/, without its header."""
+    return fixture_text("errors/" + name)
+
+
+def keys(text: str) -> list[tuple[str, str]]:
+    """The entries explain answers a text with, alone (no machine), and their confidence."""
+    return [(e.key, e.confidence) for e in explain_text(text, None)]
 
 
 @dataclass(frozen=True)

@@ -5,14 +5,7 @@ one fact that decides it changed."""
 from __future__ import annotations
 
 from rocmdoctor.explain import explain_text
-from tests.helpers import fixture_text
-
-WSL_UNAME = "\nLinux DESKTOP-1 5.15.153.1-microsoft-standard-WSL2 #1 SMP x86_64\n"
-
-
-def paste(name: str) -> str:
-    return fixture_text("errors/" + name)
-
+from tests.explain_replay import WSL_UNAME, paste
 
 ROOTLESS = paste("c7-rootless-container--kfd-permission-buildah-subgid.txt")
 

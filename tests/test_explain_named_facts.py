@@ -9,14 +9,10 @@ from rocmdoctor.explain import NOT_GPU, UNKNOWN_GPU, diagnose, explain_text
 from rocmdoctor.explain.paste import read_facts
 from rocmdoctor.kb.errors import KNOWN_MESSAGES
 from rocmdoctor.kb.gpu_names import named_gpus, target_of
-from tests.helpers import fixture_text
+from tests.explain_replay import paste
 from tests.test_explain_reasoning import ARCH_LIST, answer, only
 
 ENTRY = {m.key: m for m in KNOWN_MESSAGES}
-
-
-def paste(name: str) -> str:
-    return fixture_text("errors/" + name)
 
 
 # --- a product name is a target where the text states none ---------------------------------

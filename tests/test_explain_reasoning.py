@@ -11,16 +11,12 @@ from typer.testing import CliRunner
 
 from rocmdoctor.explain import Explanation, explain_text
 from rocmdoctor.kb.errors import KNOWN_MESSAGES
-from tests.explain_replay import host_for
+from tests.explain_replay import host_for, paste
 from tests.helpers import fixture_text, make_snapshot
 
 ENTRY = {m.key: m for m in KNOWN_MESSAGES}
 ROCMINFO = "rocminfo | grep -o -m1 'gfx[0-9a-f]*'"
 ARCH_LIST = 'python -c "import torch; print(torch.cuda.get_arch_list())"'
-
-
-def paste(name: str) -> str:
-    return fixture_text("errors/" + name)
 
 
 def answer(e: Explanation) -> tuple[str, str, str, str, tuple[str, ...], tuple[str, ...]]:

@@ -12,17 +12,13 @@ import pytest
 
 from rocmdoctor.explain import explain_text
 from rocmdoctor.explain.targets import newest_known
-from tests.helpers import fixture_text
+from tests.explain_replay import paste
 from tests.test_explain_fixtures import ENTRY
 from tests.test_explain_reasoning import ARCH_LIST, only
 
 NVIDIA_SMI = "nvidia-smi"
 TORCH_BUILD = ('python -c "import torch; print(torch.__version__, torch.version.cuda, '
                'torch.version.hip, torch.cuda.is_available())"')
-
-
-def paste(name: str) -> str:
-    return fixture_text("errors/" + name)
 
 
 def test_the_found_version_says_which_cuda_the_driver_supports() -> None:

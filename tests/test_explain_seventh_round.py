@@ -8,19 +8,8 @@ from __future__ import annotations
 
 from rocmdoctor.explain import explain_text
 from rocmdoctor.kb.errors import GENERIC_KEYS
-from tests.helpers import fixture_text
+from tests.explain_replay import WSL_UNAME, keys, paste
 from tests.test_explain_reasoning import only
-
-WSL_UNAME = "\nLinux DESKTOP-1 5.15.153.1-microsoft-standard-WSL2 #1 SMP x86_64\n"
-
-
-def paste(name: str) -> str:
-    return fixture_text("errors/" + name)
-
-
-def keys(text: str) -> list[tuple[str, str]]:
-    return [(e.key, e.confidence) for e in explain_text(text, None)]
-
 
 BNB_WSL = paste("c7-wsl-cuda--bitsandbytes-libcuda-not-found.txt")
 

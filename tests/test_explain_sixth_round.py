@@ -8,20 +8,9 @@ from __future__ import annotations
 
 from rocmdoctor.explain import UNKNOWN_GPU, diagnose, explain_text
 from rocmdoctor.explain.resolvers import WSL_VM_MEMORY
-from tests.helpers import fixture_text
+from tests.explain_replay import WSL_UNAME, keys, paste
 from tests.test_explain_fixtures import ENTRY
 from tests.test_explain_reasoning import only
-
-WSL_UNAME = "\nLinux DESKTOP-1 5.15.153.1-microsoft-standard-WSL2 #1 SMP x86_64\n"
-
-
-def paste(name: str) -> str:
-    return fixture_text("errors/" + name)
-
-
-def keys(text: str) -> list[tuple[str, str]]:
-    return [(e.key, e.confidence) for e in explain_text(text, None)]
-
 
 # --- a page fault after a ring timeout is the reset's ----------------------------------------
 
