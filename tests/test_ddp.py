@@ -171,7 +171,13 @@ agreed()
 
 def test_where_a_rank_hung_is_read_from_the_stacks_faulthandler_writes_on_sigabrt(
         tmp_path: Path) -> None:
-    from rocmdoctor.tuners.bench.stacks import where_it_hung
+    from rocmdoctor.tuners.bench.stacks import StackWatch
+
+    def where_it_hung(lines: list[str]) -> str:
+        watch = StackWatch()
+        for line in lines:
+            watch(line)
+        return watch.where()
 
     (tmp_path / "lib").mkdir()
     (tmp_path / "lib" / "peer.py").write_text(PEER, encoding="utf-8")

@@ -72,8 +72,9 @@ class RankProc:
 
     def _err(self) -> None:
         for line in self.proc.stderr:
-            self.stderr.append(line.rstrip("\n")[:500])
-            self.stacks(line.rstrip("\n"))
+            text = line.rstrip("\n")
+            self.stderr.append(text[:500])
+            self.stacks(text)
             sys.stderr.write(f"[rank {self.rank}] {line}")
 
     def _wait(self) -> None:

@@ -9,14 +9,12 @@ import os
 import re
 import signal
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 STACK_WAIT_S = 2.0  # how long hung processes get to write their stacks and end
 
 _FRAME = re.compile(r'^\s+File "(?P<path>[^"]+)", line (?P<line>\d+) in (?P<name>\S+)')
-
-
 _HEADER = re.compile(r"^(?:Current thread|Thread) 0x[0-9a-f]+")
 KEPT_FRAMES = 40  # of each thread's stack, the innermost ones
 
@@ -51,14 +49,6 @@ class StackWatch:
                     None)
         return said(real[0]) if ours is None or ours is real[0] else \
             f"{said(real[0])}, from {said(ours)}"
-
-
-def where_it_hung(stderr: Iterable[str]) -> str:
-    """StackWatch.where over these lines."""
-    watch = StackWatch()
-    for line in stderr:
-        watch(line)
-    return watch.where()
 
 
 def abort_for_stacks(procs: Sequence[Any], wait_s: float = STACK_WAIT_S) -> None:
