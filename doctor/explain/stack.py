@@ -233,7 +233,7 @@ def _smi_driver(entry: KnownMessage, s: Situation, ctx: Context) -> None:
     if ran:
         ctx.basis.append(s.line_of(ran.start()))
         ctx.notes.append(f"rocminfo ran in the same text (line {s.line_of(ran.start())}): the "
-                         "driver works, and amd-smi's own check is what is wrong (amdgpu "
-                         "built into the kernel: amdsmi issue 172, fixed by rocm-systems pull "
-                         "2689; update amd-smi).")
+                         "driver works, and amd-smi's own check is what is wrong (one known "
+                         "case: amdgpu built into the kernel, amdsmi issue 172, fixed by "
+                         "rocm-systems pull 2689; update amd-smi).")
         ctx.settled = True

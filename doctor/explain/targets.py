@@ -105,18 +105,31 @@ def newest_wheel(gfx: str) -> Optional[tuple[str, str]]:
     return best.rocm, torch.torch
 
 
-def rebuild_fix(package: str, gfx: Optional[str]) -> str:
-    """The fix where a package other than torch raised the error for a target ROCm supports:
+def raised_in_package(s: Situation, ctx: Context, gfx: Optional[str]) -> bool:
+    """Where the traceback's raising frame is a package other than torch, that package's
+    build is the one without the code: say so and give its rebuild as the fix. True if so.
+
     torch.utils.cpp_extension takes a HIP extension's targets from PYTORCH_ROCM_ARCH, else
     from the GPUs it sees, so a build with no GPU (a Dockerfile) makes code for other targets
     (ROCm/TransformerEngine issue 74)."""
+    frame = s.facts.frame
+    if frame is None or frame.package in (None, "torch"):
+        return False
+    package = frame.package
+    ctx.notes.append(f"The error was raised inside {package} (line {frame.at}): that "
+                     f"package's build is the one to check.")
     if gfx is None:
-        return (f"Rebuild {package} with code for this GPU's gfx target: on the machine with "
-                f"the GPU, or naming the target (torch's extension builds read "
-                f"PYTORCH_ROCM_ARCH; some packages have their own variable).")
-    return (f"Rebuild {package} with {gfx} code: on the machine with this GPU, or naming the "
-            f"target (torch's extension builds read PYTORCH_ROCM_ARCH={gfx}; some packages "
-            f"have their own variable); no HSA_OVERRIDE_GFX_VERSION.")
+        ctx.fix = (f"Rebuild {package} with code for this GPU's gfx target: on the machine "
+                   f"with the GPU, or naming the target (torch's extension builds read "
+                   f"PYTORCH_ROCM_ARCH; some packages have their own variable).")
+        ctx.commands[:] = ["rocminfo | grep -o -m1 'gfx[0-9a-f]*'",
+                           "export PYTORCH_ROCM_ARCH=<that gfx target>"]
+    else:
+        ctx.fix = (f"Rebuild {package} with {gfx} code: on the machine with this GPU, or "
+                   f"naming the target (torch's extension builds read PYTORCH_ROCM_ARCH={gfx}; "
+                   f"some packages have their own variable); no HSA_OVERRIDE_GFX_VERSION.")
+        ctx.commands.append(f"export PYTORCH_ROCM_ARCH={gfx}")
+    return True
 
 
 def paste_targets(entry: KnownMessage, s: Situation, ctx: Context) -> None:
@@ -128,13 +141,8 @@ def paste_targets(entry: KnownMessage, s: Situation, ctx: Context) -> None:
         ctx.doubts.append("the text names no GPU target (gfx); "
                           + ("`hipInfo` (the HIP SDK's) says which it is" if windows else
                              "`rocminfo | grep -m1 gfx` says which it is"))
-        frame = s.facts.frame
-        if frame is not None and frame.package not in (None, "torch") and not windows:
-            ctx.notes.append(f"The error was raised inside {frame.package} (line {frame.at}): "
-                             f"that package's build is the one to check.")
-            ctx.fix = rebuild_fix(frame.package, None)
-            ctx.commands[:] = ["rocminfo | grep -o -m1 'gfx[0-9a-f]*'",
-                               "export PYTORCH_ROCM_ARCH=<that gfx target>"]
+        if not windows:
+            raised_in_package(s, ctx, None)
         return
     for gfx, line in targets[:2]:
         ctx.basis.append(line)
@@ -142,7 +150,6 @@ def paste_targets(entry: KnownMessage, s: Situation, ctx: Context) -> None:
         if named:
             ctx.notes.append(named)
         since = native_since(gfx)
-        frame = s.facts.frame
         if windows:
             ctx.notes.append(windows_note())
             if THEROCK_TEXT.search(s.text):
@@ -153,11 +160,7 @@ def paste_targets(entry: KnownMessage, s: Situation, ctx: Context) -> None:
             continue
         if since is not None:
             ctx.notes.append(native_note(gfx, since))
-            if frame is not None and frame.package not in (None, "torch"):
-                ctx.notes.append(f"The error was raised inside {frame.package} (line "
-                                 f"{frame.at}): that package's build is the one to check.")
-                ctx.fix = rebuild_fix(frame.package, gfx)
-                ctx.commands.append(f"export PYTORCH_ROCM_ARCH={gfx}")
+            if raised_in_package(s, ctx, gfx):
                 continue
             wheel = newest_wheel(gfx)
             who = "torch" if TORCH_TEXT.search(s.text) else "the program that raised it"
@@ -224,16 +227,10 @@ def machine_targets(entry: KnownMessage, s: Situation, ctx: Context) -> None:
                                               else "."))
         if lacking:
             ctx.commands.append("unset HSA_OVERRIDE_GFX_VERSION")
-    frame = s.facts.frame
     for gpu in amd_gpus(host).gpus:
         if arch is not None and gpu.gfx in arch:
             ctx.notes.append(f"{describe(gpu)}: torch's compiled targets include {gpu.gfx}.")
-            if frame is not None and frame.package not in (None, "torch"):
-                # torch has the code: the package that raised it is the build without it
-                ctx.notes.append(f"The error was raised inside {frame.package} (line "
-                                 f"{frame.at}): that package's build lacks {gpu.gfx}.")
-                ctx.fix = rebuild_fix(frame.package, gpu.gfx)
-                ctx.commands.append(f"export PYTORCH_ROCM_ARCH={gpu.gfx}")
+            raised_in_package(s, ctx, gpu.gfx)  # torch has the code: the package lacks it
             continue
         wheel = _wheel_with(gpu.gfx, s)
         rule = kb_gfx.override_for(gpu.gfx)
