@@ -110,7 +110,11 @@ _WINDOWS = re.compile(r"(?<![\w/])[A-Za-z]:\\|(?<![\w/:.])[A-Za-z]:/(?=[\w.-]+/)
                       r"\bexit status 0xc0000[0-9a-f]{3}\b|"
                       r"\\site-packages\\|\\AppData\\|[/\\]\w+\.dll\b|"
                       r"\bwin_amd64\b|\bWindows (?:1[01]|fatal exception|Subsystem)|"
-                      r"\bPS [A-Z]:\\|Program Files|%ProgramFiles%|\bpowershell\b|\bWinError\b", _I)
+                      r"\bPS [A-Z]:\\|Program Files|%ProgramFiles%|\bpowershell\b|\bWinError\b|"
+                      # a Go program's log naming its source file: a file named *_windows.go
+                      # is built only for Windows (go/build's file-name constraints), as
+                      # ollama's "source=amd_windows.go:99"
+                      r"\bsource=\w+_windows\.go:\d+", _I)
 _WINDOWS_WORD = re.compile(r"\bWindows\b(?! Subsystem)|\bwin32\b")
 _WSL = re.compile(r"microsoft-standard-WSL|/usr/lib/wsl/|\bWSL ?2?\b|/dev/dxg|/mnt/[a-z]/", _I)
 _LINUX = re.compile(r"(?<![\w\\])/(?:home|usr|opt|root|var|tmp|etc|dev|proc|sys|lib)/|"

@@ -69,7 +69,10 @@ GPU_ERROR_SHAPES: tuple[str, ...] = (
     r"\bNVRM: ", r"\bamdgpu\b[^\n]*(?:\*ERROR\*|failed|error)", r"\bkfd\b[^\n]*(?:fail|error)",
     r"/dev/kfd", r"\bROCk module\b", r"\bNVIDIA driver\b", r"\bNVML\b",
     r"\b(?:CUDA|HIP|GPU) out of memory", r"\bROCm\b[^\n]*(?:error|fail)",
-    r"\bAcceleratorError\b",
+    r"\bAcceleratorError\b", r"\b(?:HIP|NV)RTC_ERROR_[A-Z_]+",
+    # nccl-tests' NCCLCHECK ("NCCL failure all_reduce.cu:95 'unhandled cuda error'") and
+    # rocm_smi.py's check of a library call ("ROCm SMI returned 8 (the expected value is 0)")
+    r"\bNCCL failure \S+:\d+ '", r"\bROCm SMI returned \d+",
     # ROCr's report of a queue's hardware exception ("HW Exception by GPU node-1 (Agent
     # handle: ...) reason :GPU Hang", ROCR-Runtime core/runtime/runtime.cpp)
     r"\bHW Exception by GPU node-\d+",

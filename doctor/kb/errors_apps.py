@@ -5,7 +5,7 @@ rocmdoctor.kb.errors_runtime."""
 from __future__ import annotations
 
 from rocmdoctor.kb.errors_base import DOCKER_ROCM, KFD_NODES, ROCM_AGENTS
-from rocmdoctor.kb.messages import KnownMessage
+from rocmdoctor.kb.messages import KnownMessage, Variant
 
 OLLAMA_GPU = "https://github.com/ollama/ollama/blob/main/docs/gpu.md#overrides"
 OLLAMA_LINUX = "https://github.com/ollama/ollama/blob/main/docs/linux.md"
@@ -19,7 +19,10 @@ APP_MESSAGES: tuple[KnownMessage, ...] = (
         (r"amdgpu is not supported \(supported types:\[",
          # the same check's older wording (ollama 0.1.32's amd_linux.go, in ollama issue 4099):
          # "amdgpu [0] gfx1103 is not supported by /tmp/ollama.../rocm [gfx1030 gfx1100 ...]"
-         r"amdgpu \[\d+\] gfx[0-9a-f]+ is not supported by \S+ \[gfx"),
+         r"amdgpu \[\d+\] gfx[0-9a-f]+ is not supported by \S+ \[gfx",
+         # the warning ollama writes right after that line and nowhere else (every release's
+         # amd_linux.go and amd_windows.go), left when a log is cut before it
+         r"msg=\"?See \S+ for HSA_OVERRIDE_GFX_VERSION usage"),
         "Ollama's bundled ROCm libraries have no build for this GPU's gfx target, so it runs "
         "on the CPU. An empty list ('supported types:[]') means it found no ROCm libraries "
         "it can match at all (Windows community builds without their rocblas.dll and "
@@ -32,6 +35,12 @@ APP_MESSAGES: tuple[KnownMessage, ...] = (
         needs_root=True, context="ollama_gfx",
         container_fix="Pass the override when the container starts: "
                       "-e HSA_OVERRIDE_GFX_VERSION=<x.y.z> (ollama/ollama:rocm image).",
+        variants=(Variant(
+            "windows", "On Windows the override does nothing (ROCm's Linux runtime reads it): "
+            "use an ollama release whose bundled ROCm libraries list the GPU's target, or a "
+            "community build for it whose rocblas.dll and rocblas\\library folder are built for "
+            "that target (ollama-for-amd issue 14, maintainer).",
+            ("ollama --version",), "The log was written on Windows."),),
         threads=12),
     KnownMessage(
         "ollama-no-compatible-gpu", "ollama: no compatible GPUs were discovered", "error",
@@ -41,6 +50,10 @@ APP_MESSAGES: tuple[KnownMessage, ...] = (
         "Check that the service's user can open /dev/kfd and which GPUs rocminfo lists; "
         "read the WARN lines above for the GPU it skipped.", "kfd-access", OLLAMA_LINUX,
         commands=(KFD_NODES, ROCM_AGENTS, "journalctl -u ollama --no-pager | grep -i amdgpu"),
+        variants=(Variant(
+            "windows", "Read the WARN lines above it for the GPU ollama skipped and why; on "
+            "Windows ollama uses the AMD driver's HIP runtime (no /dev/kfd): update the AMD "
+            "driver and ollama.", ("ollama --version",), "The log was written on Windows."),),
         yields_to=("ollama-amdgpu-not-supported", "gfx-override-format")),
     KnownMessage(
         "ollama-amdgpu-version-missing", "ollama: amdgpu version file missing", "harmless",

@@ -65,7 +65,8 @@ LIBRARY_MESSAGES: tuple[KnownMessage, ...] = (
         "report; torch.backends.cudnn.enabled = False bypasses MIOpen meanwhile.",
         "torch-rocm-match", MIOPEN_DEBUG,
         commands=("echo $LD_LIBRARY_PATH", "MIOPEN_LOG_LEVEL=6 python <your script>"),
-        yields_to=("hip-std-headers-missing",), library="MIOpen", threads=10),
+        yields_to=("hip-std-headers-missing",), library="MIOpen", requires=("miopen_named",),
+        threads=10),
     KnownMessage(
         "miopen-comgr-isa", "MIOpen: comgr rejects the ISA name", "error",
         (r"amd_comgr_action_info_set_isa_name[^\n]*INVALID_ARGUMENT",

@@ -44,7 +44,9 @@ MYTH_MESSAGES: tuple[KnownMessage, ...] = (
         context="torchvision", threads=22),
     KnownMessage(
         "undefined-symbol", "undefined symbol in a compiled extension", "error",
-        (r"undefined symbol: _Z\w+", r"undefined symbol: (?:hip|cuda|cu|nccl|rccl)[A-Z]\w*"),
+        (r"undefined\s+symbol: _Z\w+", r"undefined\s+symbol: (?:hip|cuda|cu|nccl|rccl)[A-Z]\w*",
+         # the same line wrapped after "undefined" by a terminal or an issue's editor
+         r"^\s*symbol: _Z\w+\s*$"),
         "A compiled extension (torchvision, torchaudio, or one built from source) was built "
         "against another torch than the one installed, so a C++ symbol it needs is missing "
         "(pytorch issue 23585: a torchvision built for torch 1.1 under torch 1.2).",
