@@ -17,6 +17,8 @@ GPU tests left out) once under coverage.py with one dynamic context per test
 runs at import (a table, a class body, a default) has no test context; for such a line the
 tests are those that run any line reading the names it defines, in any module, following the
 module's own constants that are built from it (GFX_TARGETS from _t(...), _R714 from _P713).
+A file that only runs in a child process (probe_child.py, run by path; child_setup.py, loaded
+by path by the child scripts) gets every test of the test modules that name it.
 
 Everything runs in a copy of the working tree ($MUTATION_DIR, default
 /tmp/rocmdoctor-mutation), `rocmdoctor` imported from it; the checkout is never touched. A
@@ -207,6 +209,7 @@ class CoverageMap:
         tests: set[str] = set()
         for line in range(m.line, m.end_line + 1):
             tests |= self.lines.get(m.path, {}).get(line, set())
+        tests |= self.child_tests(m.path)
         mod = self.module(m.path)
         if not mod.in_function(m.line):
             tests |= self.import_time_tests(m.path, frozenset(mod.defined_at(m.line)))
@@ -217,6 +220,22 @@ class CoverageMap:
             elif m.path in TUNER_TABLES:
                 tests.add(TUNER_GOLDEN_TEST)
         return tests
+
+    def child_tests(self, path: str) -> set[str]:
+        """For a file that runs in a child process (a script run by path, or a file such a
+        script loads by path), whose lines coverage does not see: every test of the test
+        modules that name it (its module name, or the constant holding its path)."""
+        names = child_scripts(self.lines).get(path)
+        if not names:
+            return set()
+        if not hasattr(self, "_collected"):
+            listed = self.work / "collected.json"
+            self._collected: list[str] = json.loads(listed.read_text(encoding="utf-8")) \
+                if listed.exists() else []
+        word = re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, names))) + r")\b")
+        modules = {f"tests/{p.name}" for p in sorted((ROOT / "tests").glob("test_*.py"))
+                   if word.search(p.read_text(encoding="utf-8"))}
+        return {t for t in self._collected if t.split("::")[0] in modules}
 
     def import_time_tests(self, path: str, defined: frozenset[str]) -> set[str]:
         """The tests that run a line reading what a top-level statement defines, and the
@@ -265,6 +284,45 @@ class CoverageMap:
                 names |= self.module(path).affected(names)
             grew = len(names) > before
         return names
+
+
+_SCRIPT_NAME = re.compile(r"\w+\.py")
+
+
+def child_scripts(files: Any) -> dict[str, set[str]]:
+    """Package file -> the names that point at it, for each file a child process runs: "X.py"
+    joined to the folder of `__file__` (probe.py's CHILD_SCRIPT; a child script loading
+    child_setup.py by path). The names are its module name and the top-level constant that
+    holds its path; a file loaded by a child script also gets that script's names."""
+    found: dict[str, set[str]] = {}
+    loaded_by: dict[str, set[str]] = {}
+    for path in sorted(files):
+        tree = ast.parse((ROOT / path).read_text(encoding="utf-8"))
+        top = {id(s) for s in tree.body}
+        for stmt in ast.walk(tree):
+            if not isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+                continue
+            nodes = list(ast.walk(stmt))
+            if not any(isinstance(n, ast.Name) and n.id == "__file__" for n in nodes):
+                continue
+            for n in nodes:
+                if isinstance(n, ast.Constant) and isinstance(n.value, str) and \
+                        _SCRIPT_NAME.fullmatch(n.value):
+                    target = str(Path(path).parent / n.value)
+                    names = found.setdefault(target, {Path(n.value).stem})
+                    if id(stmt) in top:
+                        names |= _defines(stmt)
+                    loaded_by.setdefault(target, set()).add(path)
+    grew = True
+    while grew:
+        grew = False
+        for target, loaders in loaded_by.items():
+            for loader in loaders:
+                extra = found.get(loader, set()) - found[target]
+                if extra:
+                    found[target] |= extra
+                    grew = True
+    return found
 
 
 def _relative(measured: str, bases: list[str]) -> Optional[str]:
@@ -409,6 +467,28 @@ def draw(wing: str, ops: dict[str, Any], cover: CoverageMap, sample: int,
     return drawn, len(population), len(population) - len(covered)
 
 
+_SANDBOX: list[list[str]] = []
+
+
+def sandbox() -> list[str]:
+    """The prefix that runs a mutant's tests in a PID namespace of their own (unshare(1), as
+    root or with user namespaces): a mutant can signal every process it sees (process.py's
+    tagged() matching every process, seed 31: `== tag` made `is not tag`, which SIGKILLed the
+    whole machine's processes) and must end only its own tests. Empty where unshare cannot."""
+    if not _SANDBOX:
+        prefix = ["unshare", "--pid", "--fork", "--kill-child", "--mount-proc"]
+        try:
+            ok = shutil.which("unshare") is not None and subprocess.run(
+                [*prefix, "true"], capture_output=True, timeout=30).returncode == 0
+        except (OSError, subprocess.TimeoutExpired):
+            ok = False
+        if not ok:
+            print("warning: no PID namespace (unshare): a mutant that signals every process "
+                  "can end this run", file=sys.stderr)
+        _SANDBOX.append(prefix if ok else [])
+    return _SANDBOX[0]
+
+
 def _fails_unmutated(test: str, work: Path, env: dict[str, str]) -> bool:
     """Whether a test that killed a mutant fails on the code as it is (then it kills nothing:
     it is left out of every mutant's tests). Each test is asked once a run directory."""
@@ -416,7 +496,7 @@ def _fails_unmutated(test: str, work: Path, env: dict[str, str]) -> bool:
     known = json.loads(path.read_text(encoding="utf-8"))
     if test in known["failing"] or test in known["passing"]:
         return test in known["failing"]
-    done = subprocess.run([sys.executable, *PYTEST, test], cwd=work, env=env,
+    done = subprocess.run([*sandbox(), sys.executable, *PYTEST, test], cwd=work, env=env,
                           capture_output=True, text=True)
     known["failing" if done.returncode else "passing"].append(test)
     path.write_text(json.dumps(known), encoding="utf-8")
@@ -464,8 +544,8 @@ def _run_one(m: Mutant, tests: set[str], ops: dict[str, Any], work: Path,
     start = time.monotonic()
     try:
         target.write_text(code or original, encoding="utf-8")
-        done = subprocess.run([sys.executable, *PYTEST, f"@{args}"], cwd=work, env=env,
-                              capture_output=True, text=True, timeout=limit)
+        done = subprocess.run([*sandbox(), sys.executable, *PYTEST, f"@{args}"], cwd=work,
+                              env=env, capture_output=True, text=True, timeout=limit)
         # 1: a test failed; 2, 3: the mutant broke collection or pytest itself (an import
         # error); 4 (usage error: a conftest that no longer imports, a test id no longer
         # collected) is the mutant's doing when the same tests collect on the code as it is,
@@ -495,6 +575,9 @@ def run(wings: list[str], sample: int, seed: int, work: Path, floor: float) -> N
     results = work / "results.jsonl"
     summary = work / "summary.json"
     totals = json.loads(summary.read_text(encoding="utf-8")) if summary.exists() else {}
+    # an interrupted run resumes: a mutant already recorded here is not run again
+    done = {_key(json.loads(line)) for line in results.read_text(encoding="utf-8").splitlines()
+            if line.strip()} if results.exists() else set()
     for wing in wings:
         drawn, population, untested = draw(wing, ops, cover, sample, seed)
         totals[wing] = {"mutants": population, "no_tests": untested, "sample": len(drawn),
@@ -504,12 +587,19 @@ def run(wings: list[str], sample: int, seed: int, work: Path, floor: float) -> N
               f"{len(drawn)} drawn (seed {seed})", flush=True)
         with results.open("a", encoding="utf-8") as out:
             for m, tests in drawn:
+                if _key(asdict(m)) in done:
+                    print(f"recorded {m.path}:{m.line} {m.operator}#{m.occurrence}", flush=True)
+                    continue
                 r = run_one(m, tests, ops, work, env, floor)
                 out.write(json.dumps(r) + "\n")
                 out.flush()
                 print(f"{r['status']:8} {m.path}:{m.line} {m.operator}#{m.occurrence} "
                       f"({r['tests']} tests, {r['seconds']} s) {r['mutated'][:90]}", flush=True)
     report(work)
+
+
+def _key(r: dict[str, Any]) -> tuple[str, int, str, int]:
+    return r["path"], r["line"], r["operator"], r["occurrence"]
 
 
 def again(work: Path, floor: float) -> None:
