@@ -192,6 +192,7 @@ CONDITIONS: dict[str, Callable[[Situation], bool]] = {
     "shm_denied": lambda s: bool(re.search(r"shm_open failed\s*:\s*Permission denied", s.text,
                                            _I)),
     # a rootless engine's command line or prompt in the paste (podman, buildah)
+    "smu_if_mismatch": lambda s: bool(re.search(r"SMU driver if version not matched", s.text)),
     # hipRTC compiles for many programs (hashcat, Blender, MIOpen): MIOpen's answer needs MIOpen
     "miopen_named": lambda s: bool(re.search(r"\bmiopen", s.text, _I)),
     "rootless_engine": lambda s: bool(re.search(r"\b(?:podman|buildah)\b", s.text, _I)),

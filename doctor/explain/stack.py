@@ -216,6 +216,36 @@ def _pcie_link(entry: KnownMessage, s: Situation, ctx: Context) -> None:
 _ROCMINFO_RAN = re.compile(r"^HSA System Attributes|^\s*Name:\s+gfx[0-9a-f]{3,4}\b", re.M)
 
 
+def _rock_check(entry: KnownMessage, s: Situation, ctx: Context) -> None:
+    """rocminfo's "ROCk module is NOT loaded": under WSL there is no module to find; on this
+    machine, /sys/module/amdgpu says whether the driver is there (then rocminfo's own check
+    missed it: an amdgpu built into the kernel, rocminfo issue 42) or not."""
+    if s.environment()[0] == "wsl":
+        ctx.notes.append("This is WSL: there is no amdgpu module for rocminfo to find; ROCm "
+                         "reaches the GPU through /dev/dxg.")
+        ctx.settled = True
+        return
+    if s.host is None or s.machine_is_elsewhere() or s.environment()[0] == "container":
+        return
+    from rocmdoctor.facts.amdgpu_module import amdgpu_module
+
+    module = amdgpu_module(s.host)
+    if not module.loaded:
+        ctx.notes.append("On this machine /sys/module/amdgpu does not exist: the amdgpu driver "
+                         "is not loaded.")
+        ctx.settled = True
+        return
+    how = ("built into the kernel (it has no /proc/modules line)" if module.proc_state is None
+           and module.initstate is None else f"loaded ({module.state or 'present'})")
+    ctx.notes.append(f"On this machine amdgpu is {how}: the driver is there, and rocminfo's "
+                     f"own check of it is what is wrong (older rocminfo asked lsmod, which "
+                     f"does not list a built-in amdgpu: rocminfo issue 42, fixed there).")
+    ctx.fix = ("The driver is loaded: update ROCm (its rocminfo) or ignore this line, and "
+               "check that /dev/kfd exists and that you can open it.")
+    ctx.commands[:] = ["ls -l /dev/kfd", "cat /sys/module/amdgpu/initstate", "groups"]
+    ctx.settled = True
+
+
 def _smi_driver(entry: KnownMessage, s: Situation, ctx: Context) -> None:
     """amd-smi's "driver not initialized": WSL, or rocminfo working in the same text, says
     it is amd-smi's check that is wrong, not the driver."""

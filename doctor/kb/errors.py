@@ -73,6 +73,12 @@ GPU_ERROR_SHAPES: tuple[str, ...] = (
     # nccl-tests' NCCLCHECK ("NCCL failure all_reduce.cu:95 'unhandled cuda error'") and
     # rocm_smi.py's check of a library call ("ROCm SMI returned 8 (the expected value is 0)")
     r"\bNCCL failure \S+:\d+ '", r"\bROCm SMI returned \d+",
+    # JAX's backend initialisation ("Unable to initialize backend 'rocm': NOT_FOUND", its
+    # xla_bridge), hipcc's own Perl failing ("... at /usr/lib/hip/bin/hipcc line 192"), an
+    # SELinux denial on a GPU's device node, and torch.compile's backend failing
+    r"\bUnable to initialize backend '\w+'", r"\bat \S*/hipcc(?:\.pl)? line \d+",
+    r"\bavc:\s+denied [^\n]*path=\"/dev/(?:dri|kfd|nvidia)",
+    r"torch\._dynamo\.exc\.BackendCompilerFailed\b",
     # ROCr's report of a queue's hardware exception ("HW Exception by GPU node-1 (Agent
     # handle: ...) reason :GPU Hang", ROCR-Runtime core/runtime/runtime.cpp)
     r"\bHW Exception by GPU node-\d+",
@@ -114,6 +120,9 @@ GENERIC_KEYS = frozenset({
     "nccl-error", "miopen-error", "hip-invalid-argument", "hip-launch-failure",
     "cuda-launch-failure", "hsa-exception", "memory-access-fault", "cuda-illegal-address",
     "hip-illegal-address", "nvidia-init-failed", "smi-driver-check",
+    # a GPU job that hung (driver, firmware, clocks, an unsupported GPU), and rocminfo's own
+    # check of the driver (missed under WSL and for an amdgpu built into the kernel)
+    "amdgpu-ring-timeout", "rock-not-loaded",
     # the Xids NVIDIA's catalog gives a program, a driver and a GPU cause alike
     *(f"nvidia-xid-{x.code}" for x in nvidia_xid.XIDS if x.fix == nvidia_xid.APP_FIX),
 })

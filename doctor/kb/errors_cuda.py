@@ -12,6 +12,7 @@ ROCM_1113 = "https://github.com/ROCm/legacy-rocm-build/issues/1113"
 SPARK_VLLM_15 = "https://github.com/eugr/spark-vllm-docker/issues/15"
 CUDA_COMPAT = "https://docs.nvidia.com/deploy/cuda-compatibility/index.html"
 FABRIC_MANAGER = "https://docs.nvidia.com/datacenter/tesla/fabric-manager-user-guide/index.html"
+PYTORCH_87595 = "https://github.com/pytorch/pytorch/issues/87595"
 CAPABILITY = "nvidia-smi --query-gpu=name,compute_cap --format=csv"
 
 # The wordings of torch/cuda/__init__.py's capability check, oldest first: "PyTorch no
@@ -57,6 +58,22 @@ CUDA_BUILD_MESSAGES: tuple[KnownMessage, ...] = (
         SPARK_VLLM_15,
         commands=(ARCH_LIST,), requires=("capability_above_build",), context="old_gpu",
         yields_to=("*",), threads=1),
+    KnownMessage(
+        "nvrtc-arch-unknown", "nvrtc: invalid value for --gpu-architecture", "error",
+        (r"nvrtc: error: invalid value for --gpu-architecture",),
+        "torch compiles some kernels at run time with NVRTC (the TorchScript fuser, the "
+        "jiterator), from the CUDA it was built with, and asked it for this GPU's "
+        "architecture, which that CUDA does not know: an RTX 40 card (sm_89, 'explicitly "
+        "supported only by cuda 11.8', PyTorch maintainers in pytorch issue 87595) under a "
+        "CUDA 11.7 or older build, an RTX 30 card (sm_86) under CUDA 11.0 (pytorch issue "
+        "47658).",
+        "Install a torch built for a CUDA that knows the GPU (for RTX 40 and H100, a cu118 "
+        "or newer build, which also carries the fix of pytorch issue 87595), with its "
+        "torchvision from the same index.", "torch-arch-support", PYTORCH_87595,
+        commands=('python -c "import torch; print(torch.__version__, torch.version.cuda)"',
+                  CAPABILITY,
+                  "pip install torch torchvision --index-url https://download.pytorch.org/whl/cu130"),
+        threads=20),
     KnownMessage(
         "cuda-forward-compat-unsupported", "CUDA 804: forward compatibility on a GPU without it",
         "error",

@@ -166,7 +166,15 @@ HSA_MESSAGES: tuple[KnownMessage, ...] = (
         container_fix="The driver is the host's: check it there (lsmod | grep amdgpu, "
                       "rocminfo on the host); inside the container only the devices are "
                       "passed.", container_commands=("cat /sys/module/amdgpu/initstate",),
-        yields_to=("container-no-lsmod", "rocm-on-nvidia"), threads=6),
+        # rocminfo's check (lsmod, later /sys/module/amdgpu) cannot see a driver WSL does not
+        # have (the GPU is reached through /dev/dxg) nor, before rocminfo's fix of issue 42,
+        # an amdgpu built into the kernel: the resolver asks WSL and this machine's module
+        wsl_fix="WSL has no amdgpu module, so a rocminfo that looks for one always says this: "
+                "ROCm under WSL works only with the ROCm release AMD's WSL guide names "
+                "(installed with its amdgpu-install --usecase=wsl), on the Ubuntu release it "
+                "names, for a GPU it lists; older releases have no WSL support.",
+        wsl_commands=("cat /opt/rocm/.info/version", "ls -l /dev/dxg", "cat /etc/os-release"),
+        context="rock_check", yields_to=("container-no-lsmod", "rocm-on-nvidia"), threads=7),
     KnownMessage(
         # amd-smi (and rocm-smi before it) decide the driver is loaded by reading
         # /sys/module/amdgpu/initstate: missing where the driver is not loaded, but also under

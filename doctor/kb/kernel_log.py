@@ -118,7 +118,18 @@ AMD_MESSAGES: tuple[KnownMessage, ...] = (
         "release; use a kernel the installed ROCm supports; undo overclocks, undervolts and "
         "power-limit changes; read the kernel log around the reset.",
         "kernel-version", ROCM_2330, commands=(DMESG_AMDGPU,), needs_root=True,
-        yields_to=("amdgpu-mes-hang", "amdgpu-ras-uncorrectable"), context="machine_state"),
+        yields_to=("amdgpu-mes-hang", "amdgpu-ras-uncorrectable"), context="machine_state",
+        # amdgpu's smu_v1x_0.c says "SMU driver if version not matched" and goes on ("not
+        # critical as our fw is designed to be backward compatible ... visible only on the
+        # paired driver"): the driver and the firmware are from different releases
+        variants=(Variant(
+            "smu_if_mismatch", "The driver and the GPU's SMU firmware are from different "
+            "releases ('SMU driver if version not matched'): pair them, the distribution's "
+            "kernel driver with its linux-firmware and no amdgpu-dkms, or AMD's amdgpu-dkms "
+            "with the firmware it installs; then undo overclocks and read the log around the "
+            "reset.", ("dkms status", "uname -r", DMESG_AMDGPU),
+            "amdgpu logs the SMU interface mismatch and goes on (its smu_v1x_0.c: not "
+            "critical by itself)."),)),
     KnownMessage(
         "amdgpu-vram-lost", "GPU reset lost VRAM", "kernel-log",
         (r"VRAM is lost due to GPU reset",),
