@@ -35,3 +35,43 @@ def test_the_deep_checks_dtype_names_are_torchs_dtypes_of_those_widths() -> None
     assert {k: getattr(torch, v, None) for k, v in DTYPES.items()} == {
         "fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16,
         "fp16": torch.float16}
+
+
+def test_a_check_reports_its_duration_in_whole_milliseconds(monkeypatch: pytest.MonkeyPatch) -> None:
+    from rocmdoctor import runner
+    from rocmdoctor.host.snapshot import SnapshotHost
+    from tests.helpers import make_snapshot
+
+    clock = iter([100.0, 102.5])
+    monkeypatch.setattr(runner.time, "monotonic", lambda: next(clock))
+
+    from rocmdoctor.checks.registry import all_checks
+
+    check = next(c for c in all_checks(opt_in=True) if c.id == "kernel-version")
+    result = runner.run_one(check, SnapshotHost(make_snapshot()))
+    assert result.duration_ms == 2500
+
+
+def test_a_driver_too_old_for_the_wheel_names_the_newest_torch_it_can_run() -> None:
+    from rocmdoctor.explain import explain_text
+
+    text = ("RuntimeError: The NVIDIA driver on your system is too old (found version 12060). "
+            "Please update your GPU driver")
+    [e] = explain_text(text, None)
+    assert e.fix.commands == ("nvidia-smi", "pip install torch==2.14.1 torchvision==0.29.1 "
+                              "--index-url https://download.pytorch.org/whl/cu126")
+
+
+@pytest.mark.parametrize("marker", [
+    "[  649.968333] [drm] PSP is resuming...",
+    "[  650.160703] [drm:amdgpu_device_fw_loading [amdgpu]] *ERROR* resume of IP block <psp> "
+    "failed -62",
+    "[  650.160935] amdgpu 0000:0b:00.0: amdgpu: GPU reset(1) failed"])
+def test_each_sign_of_a_reset_makes_a_psp_ring_failure_a_reboot(marker: str) -> None:
+    from rocmdoctor.explain import explain_text
+
+    ring = "[  650.160197] [drm:psp_hw_start [amdgpu]] *ERROR* PSP create ring failed!"
+    [e] = explain_text(marker + "\n" + ring, None)
+    assert e.key == "amdgpu-psp-ring-failed" and "sudo reboot" in e.fix.commands
+    [e] = explain_text(ring, None)
+    assert "sudo reboot" not in e.fix.commands
