@@ -396,6 +396,11 @@ CPU_TABLE: list[tuple[str, Optional[tuple[str, str]]]] = [
     ("roundup_power2_divisions:[256:1,512:2,>:8]", None),
     ("roundup_power2_divisions:[]", None),
     ("large_segment_size_mb:40,max_split_size_mb:30,large_segment_size_mb:20", None),
+    # after a skipped key with a list value, large_segment_size_mb sits off the 4-token rhythm
+    ("foo:[1],large_segment_size_mb:10",
+     ("ValueError", "CachingAllocator option large_segment_size_mb must be > 10 MB")),
+    ("foo:[1],large_segment_size_mb:40,max_split_size_mb:30",
+     ("ValueError", "CachingAllocator option max_split_size_mb too small, must be >= 40")),
     ("max_split_size_mb:10", ("ValueError",
                               "CachingAllocator option max_split_size_mb too small, must be >= 20")),
     ("max_split_size_mb:30,large_segment_size_mb:40",

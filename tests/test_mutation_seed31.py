@@ -75,3 +75,37 @@ def test_each_sign_of_a_reset_makes_a_psp_ring_failure_a_reboot(marker: str) -> 
     assert e.key == "amdgpu-psp-ring-failed" and "sudo reboot" in e.fix.commands
     [e] = explain_text(ring, None)
     assert "sudo reboot" not in e.fix.commands
+
+
+def test_nvidia_smi_is_asked_for_its_own_field_names_in_the_parsed_order(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # `nvidia-smi --help-query-gpu` names them; parse_smi_line reads them in this order
+    import subprocess
+
+    from rocmdoctor.host import deep_telemetry
+
+    asked: list[list[str]] = []
+
+    def run(argv: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        asked.append(argv)
+        return subprocess.CompletedProcess(argv, 0, "1755, 1980, 689.41, 700.00, 700.00, 66, "
+                                                     "0x0000000000000004\n", "")
+
+    monkeypatch.setattr(deep_telemetry.subprocess, "run", run)
+    reader = deep_telemetry.NvidiaSmiReader("0")
+    assert reader.static() == {"max_clock_mhz": 1980.0, "power_limit_w": 700.0,
+                               "default_power_limit_w": 700.0}
+    assert asked[0] == ["nvidia-smi", "--id=0", "--query-gpu=clocks.sm,clocks.max.sm,power.draw,"
+                        "power.limit,power.default_limit,temperature.gpu,"
+                        "clocks_event_reasons.active", "--format=csv,noheader,nounits"]
+
+
+def test_the_link_of_a_pci_address_that_is_no_gpu_is_none() -> None:
+    from rocmdoctor.facts.pcie_link import gpu_link
+    from tests.test_pcie import machine, pci
+
+    link = {"current_link_speed": "16.0 GT/s PCIe", "current_link_width": "16",
+            "max_link_speed": "16.0 GT/s PCIe", "max_link_width": "16"}
+    h = machine([pci("0000:83:00.0", "0x1002", "0x744c", "0x030000", link=link)])
+    assert gpu_link(h, "0000:03:00.0") is None
+    assert gpu_link(h, "0000:83:00.0") is not None
