@@ -109,3 +109,11 @@ def test_the_link_of_a_pci_address_that_is_no_gpu_is_none() -> None:
     h = machine([pci("0000:83:00.0", "0x1002", "0x744c", "0x030000", link=link)])
     assert gpu_link(h, "0000:03:00.0") is None
     assert gpu_link(h, "0000:83:00.0") is not None
+
+
+def test_sizes_in_a_pasted_message_are_binary_units() -> None:
+    # the binary units the messages use (1 GiB = 2**30 bytes)
+    from rocmdoctor.explain.resolvers import _bytes
+
+    assert [_bytes("1.5", u) for u in ("bytes", "KiB", "MiB", "GiB", "TiB")] == [
+        1, 1536, 3 * 2**19, 3 * 2**29, 3 * 2**39]
