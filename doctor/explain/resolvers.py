@@ -47,6 +47,19 @@ WSL_VM_MEMORY = ("Under WSL this allocation may be the WSL VM's memory running o
 def _out_of_memory(entry: KnownMessage, s: Situation, ctx: Context) -> None:
     text, host = s.text, s.host
     tried = _size(r"Tried to allocate SIZE", text)
+    stream = re.search(r"\b(hip|cuda)(?:StreamCreate|CtxCreate|EventCreate)\w*(?=\()", text)
+    if stream and tried is None:
+        line = s.line_of(stream.start())
+        ctx.basis.append(line)
+        ctx.doubts.append(f"the call that failed ({stream.group(0)}, line {line}) creates a "
+                          f"stream or context; it allocates no tensor")
+        if stream.group(1) == "hip":
+            # llama.cpp issue 8618: a 780M iGPU visible beside the card; hiding it helped
+            ctx.notes.append("With an integrated GPU beside the card, HIP counts both and "
+                             "work on the iGPU (one ROCm does not support) fails this way: "
+                             "hide it with HIP_VISIBLE_DEVICES (llama.cpp issue 8618).")
+            ctx.commands.extend(["rocminfo | grep -E 'Marketing Name|gfx'",
+                                 "export HIP_VISIBLE_DEVICES=<the card's index>"])
     total = (_size(r"total capaci?ty of SIZE", text) or _size(r"SIZE total capacity", text))
     spare = _size(r"SIZE is reserved by PyTorch but unallocated", text)
     free = _size(r"of which SIZE is free", text) or _size(r"SIZE free;", text)
@@ -121,6 +134,27 @@ def _out_of_memory(entry: KnownMessage, s: Situation, ctx: Context) -> None:
         ctx.notes.append(f"torch {facts.public_version} ignores expandable_segments on ROCm; "
                          f"the allocator settings that work here are below.")
     ctx.commands.append(f"export {var}={value}")
+
+
+def _cdi_spec(entry: KnownMessage, s: Situation, ctx: Context) -> None:
+    """A CDI spec in the text (nvidia-ctk cdi generate's YAML) with NVIDIA device nodes but no
+    /dev/nvidia-uvm: nvidia-ctk lists only the nodes that exist when it runs, and CUDA cannot
+    start without that one (nvidia-container-toolkit issue 50, maintainers)."""
+    spec = re.search(r"^cdiVersion:", s.text, re.MULTILINE)
+    if spec is None or "deviceNodes:" not in s.text or "/dev/nvidia" not in s.text \
+            or "/dev/nvidia-uvm" in s.text:
+        return
+    line = s.line_of(spec.start())
+    ctx.basis.append(line)
+    ctx.notes.append(f"The CDI spec in the text (line {line}) lists NVIDIA device nodes but not "
+                     f"/dev/nvidia-uvm, which CUDA needs: nvidia-ctk wrote it before that node "
+                     f"existed (nvidia-container-toolkit issue 50).")
+    ctx.fix = ("Create the UVM device nodes on the host (nvidia-modprobe -u -c=0, or a reboot "
+               "after installing the driver), generate the CDI spec again, and restart the "
+               "container.")
+    ctx.commands[:] = ["ls -l /dev/nvidia-uvm*", "sudo nvidia-modprobe -u -c=0",
+                       "sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml"]
+    ctx.settled = True
 
 
 def _machine_state(entry: KnownMessage, s: Situation, ctx: Context) -> None:
@@ -409,7 +443,7 @@ def _xformers_build(entry: KnownMessage, s: Situation, ctx: Context) -> None:
 
 
 RESOLVERS: dict[str, Callable[[KnownMessage, Situation, Context], None]] = {
-    "gpu_code": targets._gpu_code, "out_of_memory": _out_of_memory,
+    "gpu_code": targets._gpu_code, "out_of_memory": _out_of_memory, "cdi_spec": _cdi_spec,
     "machine_state": _machine_state, "user_groups": _user_groups, "torchvision": _torchvision,
     "variable": _variable, "cuda_capability": capability._cuda_capability,
     "old_gpu": capability._old_gpu, "bf16_gemm": capability._bf16_gemm,

@@ -79,6 +79,12 @@ GPU_ERROR_SHAPES: tuple[str, ...] = (
     r"\bUnable to initialize backend '\w+'", r"\bat \S*/hipcc(?:\.pl)? line \d+",
     r"\bavc:\s+denied [^\n]*path=\"/dev/(?:dri|kfd|nvidia)",
     r"torch\._dynamo\.exc\.BackendCompilerFailed\b",
+    # a GPU runtime's DLL Windows could not load ("Failed to load amdhip64.dll: ... (0x7E)",
+    # torch's preloading on Windows), TensorFlow's CUDA initialisation, the toolkit's CLI
+    r"\b(?:amdhip64|hiprtc\w*|hipblas\w*|rocblas|MIOpen|cudart64\w*|cublas\w*|nvcuda|"
+    r"cudnn\w*|nvrtc\w*)\.dll\b[^\n]*(?:could not be found|Can't open|cannot be loaded|0x7E)",
+    r"\bCUDA runtime implicit initialization on GPU:\d+ failed\b",
+    r"\bnvidia-container-cli: [\w ]*error\b",
     # ROCr's report of a queue's hardware exception ("HW Exception by GPU node-1 (Agent
     # handle: ...) reason :GPU Hang", ROCR-Runtime core/runtime/runtime.cpp)
     r"\bHW Exception by GPU node-\d+",
@@ -123,6 +129,9 @@ GENERIC_KEYS = frozenset({
     # a GPU job that hung (driver, firmware, clocks, an unsupported GPU), and rocminfo's own
     # check of the driver (missed under WSL and for an amdgpu built into the kernel)
     "amdgpu-ring-timeout", "rock-not-loaded",
+    # hipBLASLt finding no kernel: an unsupported shape or type, a GPU without its kernels, a
+    # library regression
+    "hipblaslt-no-solution",
     # the Xids NVIDIA's catalog gives a program, a driver and a GPU cause alike
     *(f"nvidia-xid-{x.code}" for x in nvidia_xid.XIDS if x.fix == nvidia_xid.APP_FIX),
 })

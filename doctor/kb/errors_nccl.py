@@ -95,7 +95,9 @@ NCCL_MESSAGES: tuple[KnownMessage, ...] = (
     KnownMessage(
         "nccl-socket-error", "NCCL: socket errors between ranks", "error",
         (r"NCCL WARN Socket recv failed", r"misc/socket\.cc:\d+ -> 3\b",
-         r"NCCL WARN [^\n]*Connection (?:refused|reset by peer|closed by remote peer)"),
+         r"NCCL WARN [^\n]*Connection (?:refused|reset by peer|closed by remote peer)",
+         # NCCL 2.18's socket.cc, in torch's "Last error:" block
+         r"\bsocket(?:Start|Finalize)?Connect: Connect to \S+ failed"),
         "A TCP connection NCCL uses between ranks failed: a peer process died or hung, a "
         "firewall or the wrong network interface, or a node that cannot reach the others. "
         "Timeouts in other ranks follow from it.",

@@ -31,6 +31,7 @@ SERIALIZATION = "https://github.com/pytorch/pytorch/blob/main/torch/serializatio
 TORCH_121099 = "https://github.com/pytorch/pytorch/issues/121099"
 WSL_8587 = "https://github.com/microsoft/WSL/issues/8587"
 CUDA_WSL = "https://docs.nvidia.com/cuda/wsl-user-guide/index.html"
+LAMBDA_STACK_15 = "https://github.com/lambdal/lambda-stack-dockerfiles/issues/15"
 HIP_SDK_WINDOWS = "https://rocm.docs.amd.com/projects/install-on-windows/en/latest/"
 A1111_LAUNCH = ("https://github.com/AUTOMATIC1111/stable-diffusion-webui/blob/master/modules/"
                 "launch_utils.py")
@@ -251,7 +252,7 @@ TORCH_MESSAGES: tuple[KnownMessage, ...] = (
         "not loaded. The check lists which one holds here.",
         "Run the checks: they read the build, the devices, the groups and the masks.",
         "torch-device", TORCH_CUDA_INIT, commands=(TORCH_BUILD, "rocmdoctor check"),
-        yields_to=("*",), threads=10),
+        context="cdi_spec", yields_to=("*",), threads=10),
     KnownMessage(
         "cuda-forked-subprocess", "Cannot re-initialize CUDA in forked subprocess", "error",
         (r"Cannot re-initialize CUDA in forked subprocess",),
@@ -352,8 +353,9 @@ TORCH_MESSAGES: tuple[KnownMessage, ...] = (
     KnownMessage(
         "rocm-library-missing", "libamdhip64 / libhsa-runtime64: cannot open shared object",
         "error",
-        (r"lib(?:amdhip64|hsa-runtime64|rocblas|MIOpen|hipblas|rocm_smi64|hiprtc)\.so[.\d]*: "
-         r"cannot open shared object file",),
+        (r"lib(?:amdhip64|hsa-runtime64|rocblas|MIOpen|hipblas(?:lt)?|rocm_smi64|hiprtc|rccl|"
+         r"roc(?:solver|fft|rand|sparse|tx64|tracer64|profiler64)|hip(?:fft|rand|sparse|solver)|"
+         r"amd_comgr)\.so[.\d]*: cannot open shared object file",),
         "A program built against ROCm cannot find ROCm's libraries: ROCm is not installed "
         "(the program expects a system ROCm), or its lib folder is not on the loader path.",
         "Install ROCm (or use a torch wheel, which bundles its own), or add ROCm's lib "
@@ -403,6 +405,24 @@ TORCH_MESSAGES: tuple[KnownMessage, ...] = (
                       "sudo nvidia-ctk runtime configure --runtime=docker",
                       "sudo systemctl restart docker"),
         threads=12),
+    KnownMessage(
+        # nvidia-container-cli mounts the host driver's libraries into the container; the
+        # image's own copy of one (an apt libnvidia-compute-*, libnvidia-ml1 in the
+        # Dockerfile) is in the way: lambda-stack-dockerfiles issue 15 (maintainer: the
+        # image's CUDA packages out of step), BIOP-desktop issue 2 (removing
+        # libnvidia-compute-535-server from the image fixed it)
+        "container-image-driver-libs", "nvidia-container-cli: mount error: ... "
+                                       "libnvidia-*.so: file exists", "error",
+        (r"nvidia-container-cli: mount error: file creation failed: \S*/libnvidia-[\w.-]+\.so"
+         r"[.\d]*: file exists",),
+        "The image itself carries NVIDIA driver libraries (installed in its Dockerfile, or "
+        "pulled in by a CUDA package), and the NVIDIA Container Toolkit, which mounts the "
+        "host driver's own copies at start, finds the file already there.",
+        "Remove the driver libraries from the image (the libnvidia-* and nvidia-utils packages "
+        "its Dockerfile installs) and rebuild it, or use an image without them: the host's "
+        "driver is mounted in at run time.", "nvidia-driver", LAMBDA_STACK_15,
+        commands=("docker run --rm --entrypoint sh <image> -c 'dpkg -l | grep -i libnvidia'",),
+        threads=6),
     KnownMessage(
         "nvidia-container-requirement", "nvidia-container-cli: requirement error: cuda>=",
         "error",
