@@ -117,3 +117,91 @@ def test_sizes_in_a_pasted_message_are_binary_units() -> None:
 
     assert [_bytes("1.5", u) for u in ("bytes", "KiB", "MiB", "GiB", "TiB")] == [
         1, 1536, 3 * 2**19, 3 * 2**29, 3 * 2**39]
+
+
+def _t_quantile(p: float, df: int) -> float:
+    """Student's t quantile by bisection on its CDF, the density integrated by Simpson's rule
+    (exact to far below the 1e-4 that matters here)."""
+    import math
+
+    c = math.exp(math.lgamma((df + 1) / 2) - math.lgamma(df / 2)) / math.sqrt(df * math.pi)
+
+    def cdf(t: float, steps: int = 4000) -> float:
+        h = t / steps
+        f = [c * (1 + (i * h) ** 2 / df) ** (-(df + 1) / 2) for i in range(steps + 1)]
+        return 0.5 + h / 3 * (f[0] + f[-1] + 4 * sum(f[1:-1:2]) + 2 * sum(f[2:-1:2]))
+
+    lo, hi = 0.0, 5.0
+    for _ in range(50):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if cdf(mid) < p else (lo, mid)
+    return (lo + hi) / 2
+
+
+def test_the_t_quantile_beyond_the_table_is_within_a_ten_thousandth() -> None:
+    from rocmdoctor.tuners.confirm import t975
+
+    for df in (31, 35, 40, 60, 120):
+        assert abs(t975(df) - _t_quantile(0.975, df)) < 3e-4, df
+
+
+def test_merging_into_a_setting_with_two_bracketed_values_keeps_them_whole() -> None:
+    from rocmdoctor.tuners.rules import merge_alloc
+
+    current = ("roundup_power2_divisions:[256:1,512:2],max_split_size_mb:128,"
+               "roundup_power2_divisions:[1024:4,2048:8]")
+    assert merge_alloc(current, "roundup_power2_divisions:[>:4]") == (
+        "max_split_size_mb:128,roundup_power2_divisions:[>:4]")
+
+
+def test_every_choice_of_a_knob_applied_in_code_has_its_lines() -> None:
+    from rocmdoctor.tuners.knobs import DEFAULT, KNOBS
+    from rocmdoctor.tuners.result import CODE_LINES
+
+    in_code = {name for name, _ in CODE_LINES}
+    for knob in KNOBS:
+        if knob.name in in_code:
+            for label, _ in knob.choices:
+                if label != DEFAULT:
+                    assert CODE_LINES.get((knob.name, label)), (knob.name, label)
+
+
+def test_hostlist_keeps_each_run_of_numbers_apart() -> None:
+    from rocmdoctor.render.fleet import hostlist
+
+    assert hostlist(["n1", "n2", "n5", "n6", "n9"]) == "n[1-2,5-6,9]"
+
+
+def test_the_report_json_carries_the_raw_sections_and_ends_its_line() -> None:
+    import json
+
+    from tests.test_report import MACHINES, render
+
+    text = render(MACHINES[sorted(MACHINES)[0]](), "json")
+    data = json.loads(text)
+    assert set(data) == {"schema", "environment", "gpus", "check", "collect_env", "raw"}
+    assert data["raw"] and all(isinstance(v, str) for v in data["raw"].values())
+    assert text.endswith("}\n") and not text.endswith("\n\n")
+
+
+def test_the_check_json_ends_its_last_line() -> None:
+    from rocmdoctor.host.snapshot import SnapshotHost
+    from rocmdoctor.render.check_json import render_json
+    from rocmdoctor.runner import run_checks
+    from tests.helpers import make_snapshot
+
+    text = render_json(run_checks(SnapshotHost(make_snapshot()), []))
+    assert text.endswith("}\n") and not text.endswith("\n\n")
+
+
+def test_a_discrete_gpus_own_vram_line_is_no_apu_carve_out() -> None:
+    from rocmdoctor.explain import explain_text
+
+    # the kernel log's VRAM and HIP's capacity agree (a 24 GB card): no carve-out story
+    text = ("[    3.1] amdgpu 0000:03:00.0: amdgpu: VRAM: 24560M 0x0000008000000000 - "
+            "0x00000085FEFFFFFF (24560M used)\n"
+            "torch.OutOfMemoryError: HIP out of memory. Tried to allocate 2.00 GiB. GPU 0 has "
+            "a total capacity of 23.98 GiB of which 1.10 GiB is free.")
+    [e] = explain_text(text, None)
+    assert e.key == "hip-out-of-memory"
+    assert "carve-out" not in e.fix.text and not any("TheRock issue 1054" in n for n in e.notes)
