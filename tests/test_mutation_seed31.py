@@ -205,3 +205,46 @@ def test_a_discrete_gpus_own_vram_line_is_no_apu_carve_out() -> None:
     [e] = explain_text(text, None)
     assert e.key == "hip-out-of-memory"
     assert "carve-out" not in e.fix.text and not any("TheRock issue 1054" in n for n in e.notes)
+
+
+def test_a_nightly_wheels_rocm_version_is_read_whole_and_its_library_named() -> None:
+    from rocmdoctor.explain.paste import read_facts
+
+    # TheRock's nightly wheels: "+rocm7.0.0rc20250922", the version runs into "rc"
+    facts = read_facts("torch 2.10.0a0+rocm7.0.0rc20250922\nMIOpen(HIP): Error [Compile] x")
+    rocm = facts.first("rocm")
+    assert rocm is not None and rocm.value == "7.0.0"
+    assert facts.values("library", None) == ("MIOpen",)
+
+
+def test_the_bench_gemm_dtypes_are_torchs() -> None:
+    torch = pytest.importorskip("torch")
+    from rocmdoctor.tuners.bench.flops import GEMM_DTYPES
+
+    assert GEMM_DTYPES == {"fp32": torch.float32, "tf32": torch.float32,
+                           "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def test_the_mfu_line_and_the_environment_diff_separate_their_parts() -> None:
+    from rocmdoctor.tuners.bench.compare import _env_diff
+    from rocmdoctor.tuners.bench.render import mfu_text
+
+    text = mfu_text({"vs_spec": 0.41, "spec_peak_tflops": 989.0, "spec_dtype": "bf16",
+                     "vs_measured_gemm": 0.55,
+                     "gemm": {"n": 8192, "dtype": "bf16", "tflops": 742.1}})
+    assert text == ("41.0 % of 989.0 TFLOP/s bf16 spec; 55.0 % of a measured 8192^3 bf16 GEMM "
+                    "(742.10 TFLOP/s)")
+    mine = {"environment": {"knobs": {"env": {"A": "1", "B": "2"}}}}
+    base = {"environment": {"knobs": {"env": {"C": "3"}}}}
+    assert _env_diff(mine, base) == "A=1 B=2 -C"
+
+
+def test_only_the_gpu_runtimes_variables_are_recorded(monkeypatch: pytest.MonkeyPatch) -> None:
+    from rocmdoctor.tuners.bench.environment import knob_env
+
+    for k in list(os.environ):
+        monkeypatch.delenv(k)
+    monkeypatch.setenv("HIP_VISIBLE_DEVICES", "0")
+    monkeypatch.setenv("HIPPO_MODE", "fast")  # a name that starts like HIP's, but is not
+    monkeypatch.setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    assert knob_env() == {"CUBLAS_WORKSPACE_CONFIG": ":4096:8", "HIP_VISIBLE_DEVICES": "0"}
