@@ -77,6 +77,10 @@ GPU_ERROR_SHAPES: tuple[str, ...] = (
     # xla_bridge), hipcc's own Perl failing ("... at /usr/lib/hip/bin/hipcc line 192"), an
     # SELinux denial on a GPU's device node, and torch.compile's backend failing
     r"\bUnable to initialize backend '\w+'", r"\bat \S*/hipcc(?:\.pl)? line \d+",
+    # XLA finding no GPU kernel for a custom call ("No FFI handler registered for
+    # hipsolver_getrf_ffi on a platform ROCM"), and JAX's GPU plugin missing its extension
+    r"\bNo FFI handler registered for \w+ on a platform (?i:rocm|cuda)\b",
+    r"\b(?:rocm|cuda)_plugin_extension is not found\b",
     r"\bavc:\s+denied [^\n]*path=\"/dev/(?:dri|kfd|nvidia)",
     r"torch\._dynamo\.exc\.BackendCompilerFailed\b",
     # a GPU runtime's DLL Windows could not load ("Failed to load amdhip64.dll: ... (0x7E)",

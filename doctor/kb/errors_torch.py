@@ -465,7 +465,9 @@ TORCH_MESSAGES: tuple[KnownMessage, ...] = (
         needs_root=True,
         container_fix="Inside a container nvidia-smi works only when the host's driver works "
                       "and the container was started with GPUs (--gpus all).",
-        container_commands=(DOCKER_NVIDIA,), threads=12),
+        container_commands=(DOCKER_NVIDIA,),
+        # the module's refusal in the same text says why the driver is not there
+        yields_to=("secure-boot-module-refused",), threads=12),
     KnownMessage(
         "nvml-mismatch", "Failed to initialize NVML: Driver/library version mismatch", "error",
         (r"Driver/library version mismatch",),
