@@ -136,27 +136,6 @@ def _out_of_memory(entry: KnownMessage, s: Situation, ctx: Context) -> None:
     ctx.commands.append(f"export {var}={value}")
 
 
-def _cdi_spec(entry: KnownMessage, s: Situation, ctx: Context) -> None:
-    """A CDI spec in the text (nvidia-ctk cdi generate's YAML) with NVIDIA device nodes but no
-    /dev/nvidia-uvm: nvidia-ctk lists only the nodes that exist when it runs, and CUDA cannot
-    start without that one (nvidia-container-toolkit issue 50, maintainers)."""
-    spec = re.search(r"^cdiVersion:", s.text, re.MULTILINE)
-    if spec is None or "deviceNodes:" not in s.text or "/dev/nvidia" not in s.text \
-            or "/dev/nvidia-uvm" in s.text:
-        return
-    line = s.line_of(spec.start())
-    ctx.basis.append(line)
-    ctx.notes.append(f"The CDI spec in the text (line {line}) lists NVIDIA device nodes but not "
-                     f"/dev/nvidia-uvm, which CUDA needs: nvidia-ctk wrote it before that node "
-                     f"existed (nvidia-container-toolkit issue 50).")
-    ctx.fix = ("Create the UVM device nodes on the host (nvidia-modprobe -u -c=0, or a reboot "
-               "after installing the driver), generate the CDI spec again, and restart the "
-               "container.")
-    ctx.commands[:] = ["ls -l /dev/nvidia-uvm*", "sudo nvidia-modprobe -u -c=0",
-                       "sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml"]
-    ctx.settled = True
-
-
 def _machine_state(entry: KnownMessage, s: Situation, ctx: Context) -> None:
     host = s.host
     if host is None:
@@ -443,7 +422,7 @@ def _xformers_build(entry: KnownMessage, s: Situation, ctx: Context) -> None:
 
 
 RESOLVERS: dict[str, Callable[[KnownMessage, Situation, Context], None]] = {
-    "gpu_code": targets._gpu_code, "out_of_memory": _out_of_memory, "cdi_spec": _cdi_spec,
+    "gpu_code": targets._gpu_code, "out_of_memory": _out_of_memory, "cdi_spec": stack._cdi_spec,
     "machine_state": _machine_state, "user_groups": _user_groups, "torchvision": _torchvision,
     "variable": _variable, "cuda_capability": capability._cuda_capability,
     "old_gpu": capability._old_gpu, "bf16_gemm": capability._bf16_gemm,

@@ -216,6 +216,27 @@ def _pcie_link(entry: KnownMessage, s: Situation, ctx: Context) -> None:
 _ROCMINFO_RAN = re.compile(r"^HSA System Attributes|^\s*Name:\s+gfx[0-9a-f]{3,4}\b", re.M)
 
 
+def _cdi_spec(entry: KnownMessage, s: Situation, ctx: Context) -> None:
+    """A CDI spec in the text (nvidia-ctk cdi generate's YAML) with NVIDIA device nodes but no
+    /dev/nvidia-uvm: nvidia-ctk lists only the nodes that exist when it runs, and CUDA cannot
+    start without that one (nvidia-container-toolkit issue 50, maintainers)."""
+    spec = re.search(r"^cdiVersion:", s.text, re.MULTILINE)
+    if spec is None or "deviceNodes:" not in s.text or "/dev/nvidia" not in s.text \
+            or "/dev/nvidia-uvm" in s.text:
+        return
+    line = s.line_of(spec.start())
+    ctx.basis.append(line)
+    ctx.notes.append(f"The CDI spec in the text (line {line}) lists NVIDIA device nodes but not "
+                     f"/dev/nvidia-uvm, which CUDA needs: nvidia-ctk wrote it before that node "
+                     f"existed (nvidia-container-toolkit issue 50).")
+    ctx.fix = ("Create the UVM device nodes on the host (nvidia-modprobe -u -c=0, or a reboot "
+               "after installing the driver), generate the CDI spec again, and restart the "
+               "container.")
+    ctx.commands[:] = ["ls -l /dev/nvidia-uvm*", "sudo nvidia-modprobe -u -c=0",
+                       "sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml"]
+    ctx.settled = True
+
+
 def _rock_check(entry: KnownMessage, s: Situation, ctx: Context) -> None:
     """rocminfo's "ROCk module is NOT loaded": under WSL there is no module to find; on this
     machine, /sys/module/amdgpu says whether the driver is there (then rocminfo's own check
