@@ -248,3 +248,11 @@ def test_only_the_gpu_runtimes_variables_are_recorded(monkeypatch: pytest.Monkey
     monkeypatch.setenv("HIPPO_MODE", "fast")  # a name that starts like HIP's, but is not
     monkeypatch.setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     assert knob_env() == {"CUBLAS_WORKSPACE_CONFIG": ":4096:8", "HIP_VISIBLE_DEVICES": "0"}
+
+
+def test_large_segment_size_is_read_after_a_skipped_list_value() -> None:
+    from rocmdoctor.facts.alloc_conf import parse_alloc_conf
+
+    # after "foo:[1]" (skipped, a list) the key is no longer at a multiple of four tokens
+    parsed = parse_alloc_conf("foo:[1],large_segment_size_mb:40", device=None)
+    assert (parsed.error, parsed.options) == (None, (("large_segment_size_mb", "40"),))
