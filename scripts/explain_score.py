@@ -19,6 +19,7 @@ piece of the fix).
     python scripts/explain_score.py --split fresh-10 # a tenth collection, measured once whole
     python scripts/explain_score.py --split fresh-11 # an eleventh collection, measured once whole
     python scripts/explain_score.py --split fresh-12 # a twelfth collection, measured once whole
+    python scripts/explain_score.py --split fresh-13 # a thirteenth collection, measured once whole
     python scripts/explain_score.py --heldout        # the older held-out texts (`# heldout:`)
     python scripts/explain_score.py --no-host        # the text alone, no machine facts
     python scripts/explain_score.py -v               # list every text not answered right
@@ -44,7 +45,7 @@ from tests.helpers import fixture_header, fixture_text  # noqa: E402
 
 # Splits measured, never tuned on (besides the older `# heldout:` texts).
 HELD_OUT = ("test", "novel", "fresh", "test-3", "test-4", "fresh-5", "fresh-6", "fresh-7",
-            "fresh-8", "fresh-9", "fresh-10", "fresh-11", "fresh-12")
+            "fresh-8", "fresh-9", "fresh-10", "fresh-11", "fresh-12", "fresh-13")
 OUTCOMES = ("right", "other fix", "no answer", "wrong, possible", "confidently wrong")
 
 
@@ -84,7 +85,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--split", choices=("train", "test", "novel", "fresh", "train-3",
                                             "test-3", "train-4", "test-4", "fresh-5", "fresh-6",
-                                            "fresh-7", "fresh-8", "fresh-9", "fresh-10", "fresh-11", "fresh-12"),
+                                            "fresh-7", "fresh-8", "fresh-9", "fresh-10", "fresh-11", "fresh-12", "fresh-13"),
                         help="only the texts of one split of the newest collection")
     parser.add_argument("--heldout", action="store_true", help="only the older held-out texts")
     parser.add_argument("--in-sample", action="store_true", help="only the texts the "

@@ -81,6 +81,9 @@ GPU_ERROR_SHAPES: tuple[str, ...] = (
     # hipsolver_getrf_ffi on a platform ROCM"), and JAX's GPU plugin missing its extension
     r"\bNo FFI handler registered for \w+ on a platform (?i:rocm|cuda)\b",
     r"\b(?:rocm|cuda)_plugin_extension is not found\b",
+    # Windows refusing a GPU library's folder ("[WinError 3] ... ctranslate2/../_rocm_sdk_core/
+    # bin": a wheel adding ROCm's DLL folder on a machine without it)
+    r"\[WinError \d+\][^\n]*(?i:rocm|\bhip|cuda|nvidia)",
     r"\bavc:\s+denied [^\n]*path=\"/dev/(?:dri|kfd|nvidia)",
     r"torch\._dynamo\.exc\.BackendCompilerFailed\b",
     # a GPU runtime's DLL Windows could not load ("Failed to load amdhip64.dll: ... (0x7E)",

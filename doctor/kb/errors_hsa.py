@@ -23,6 +23,7 @@ ROCMINFO = ("https://github.com/ROCm/rocminfo/blob/c6f7a17c85e0cdd75bf062e7a3490
 ROCMINFO_NO_LSMOD = ("https://github.com/ROCm/rocminfo/commit/"
                      "94b4b3f0a66eb70912177ca7076b4267f8b5449b")
 ROCMINFO_41 = "https://github.com/ROCm/rocminfo/issues/41"
+ODYSSEUS_515 = "https://github.com/odysseus-dev/odysseus/pull/515"
 ROCR_HSA_INIT = "https://github.com/ROCm/clr/blob/develop/rocclr/device/rocm/rocdevice.cpp"
 TORCH_140398 = "https://github.com/pytorch/pytorch/pull/140398"
 SWARMUI_566 = "https://github.com/mcmonkeyprojects/SwarmUI/issues/566"
@@ -222,6 +223,18 @@ HSA_MESSAGES: tuple[KnownMessage, ...] = (
         _CONTAINER_GROUPS, "kfd-access", ROCM_DOCKER,
         commands=(KFD_NODES, "id", _GROUP_ADD),
         yields_to=("kfd-open", "kfd-unsupported-gpu", "kfd-not-supported"), threads=3),
+    KnownMessage(
+        # runc resolves --group-add / compose's group_add names in the image's /etc/group
+        # ("unable to find group render: no matching entries in group file"); an image without
+        # a render group (older Ubuntu bases) refuses to start: odysseus pull 515 (merged)
+        # passes the host's numeric GID instead
+        "container-group-name-missing", "Unable to find group render (in the image)", "error",
+        (r"(?i:unable to find group) (?:render|video)\b",),
+        "The container was started with a GPU group by name (--group-add render, compose's "
+        "group_add), and the image has no group of that name: names are looked up in the "
+        "image's /etc/group, not the host's.",
+        "Pass the numeric IDs of the groups that own the devices on the host.", "kfd-access",
+        ODYSSEUS_515, commands=(KFD_NODES, _GROUP_ADD), threads=1),
     KnownMessage(
         "hsa-init-failed", "hsa_init failed with 1008", "error",
         (r"hsa_init failed with 1008", r"hsa_init failed with 0x1008"),
