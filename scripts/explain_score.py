@@ -83,9 +83,7 @@ def outcome(c: Case, result: Diagnosis) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--split", choices=("train", "test", "novel", "fresh", "train-3",
-                                            "test-3", "train-4", "test-4", "fresh-5", "fresh-6",
-                                            "fresh-7", "fresh-8", "fresh-9", "fresh-10", "fresh-11", "fresh-12", "fresh-13"),
+    parser.add_argument("--split", choices=("train", "train-3", "train-4", *HELD_OUT),
                         help="only the texts of one split of the newest collection")
     parser.add_argument("--heldout", action="store_true", help="only the older held-out texts")
     parser.add_argument("--in-sample", action="store_true", help="only the texts the "
