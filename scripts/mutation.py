@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import functools
 import json
 import os
 import random
@@ -226,19 +227,16 @@ class CoverageMap:
         script loads by path), whose lines coverage does not see: every test of the test
         modules that name it (its module name, or the constant holding its path), e2e ones
         included."""
-        names = child_scripts(self.lines).get(path)
+        if not hasattr(self, "_children"):
+            self._children = child_scripts(self.lines)
+        names = self._children.get(path)
         if not names:
             return set()
         word = re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, names))) + r")\b")
-        tests: set[str] = set()
-        for module in sorted((ROOT / "tests").glob("test_*.py")):
-            text = module.read_text(encoding="utf-8")
-            if word.search(text):
-                # every test function, the e2e ones too (the map's run leaves those out, and
-                # they are the ones that start the child); GPU tests are deselected when run
-                tests |= {f"tests/{module.name}::{node.name}" for node in ast.parse(text).body
-                          if isinstance(node, ast.FunctionDef) and node.name.startswith("test")}
-        return tests
+        # every test function, the e2e ones too (the map's run leaves those out, and they are
+        # the ones that start the child); GPU tests are deselected when run
+        return {test for text, functions in test_modules().values() if word.search(text)
+                for test in functions}
 
     def import_time_tests(self, path: str, defined: frozenset[str]) -> set[str]:
         """The tests that run a line reading what a top-level statement defines, and the
@@ -263,17 +261,14 @@ class CoverageMap:
             listed = self.work / "collected.json"
             ran = set(json.loads(listed.read_text(encoding="utf-8"))) if listed.exists() else {
                 t for by_line in self.lines.values() for ts in by_line.values() for t in ts}
-            for path in sorted((ROOT / "tests").glob("test_*.py")):
-                tree = ast.parse(path.read_text(encoding="utf-8"))
-                for node in tree.body:
-                    if isinstance(node, ast.FunctionDef) and node.name.startswith("test"):
-                        test = f"tests/{path.name}::{node.name}"
-                        if test not in ran:
-                            continue
-                        for sub in ast.walk(node):
-                            name = _read_name(sub)
-                            if name:
-                                self._test_readers.setdefault(name, set()).add(test)
+            for _, functions in test_modules().values():
+                for test, node in functions.items():
+                    if test not in ran:
+                        continue
+                    for sub in ast.walk(node):
+                        name = _read_name(sub)
+                        if name:
+                            self._test_readers.setdefault(name, set()).add(test)
         return self._test_readers
 
     def affected(self, names: set[str]) -> set[str]:
@@ -287,6 +282,19 @@ class CoverageMap:
                 names |= self.module(path).affected(names)
             grew = len(names) > before
         return names
+
+
+@functools.cache
+def test_modules() -> dict[str, tuple[str, dict[str, ast.FunctionDef]]]:
+    """Each test module's text and its test functions by id ("tests/x.py::test_y"), read once."""
+    found: dict[str, tuple[str, dict[str, ast.FunctionDef]]] = {}
+    for path in sorted((ROOT / "tests").glob("test_*.py")):
+        text = path.read_text(encoding="utf-8")
+        found[path.name] = (text, {f"tests/{path.name}::{node.name}": node
+                                   for node in ast.parse(text).body
+                                   if isinstance(node, ast.FunctionDef)
+                                   and node.name.startswith("test")})
+    return found
 
 
 _SCRIPT_NAME = re.compile(r"\w+\.py")
@@ -470,26 +478,22 @@ def draw(wing: str, ops: dict[str, Any], cover: CoverageMap, sample: int,
     return drawn, len(population), len(population) - len(covered)
 
 
-_SANDBOX: list[list[str]] = []
-
-
-def sandbox() -> list[str]:
+@functools.cache
+def sandbox() -> tuple[str, ...]:
     """The prefix that runs a mutant's tests in a PID namespace of their own (unshare(1), as
     root or with user namespaces): a mutant can signal every process it sees (process.py's
     tagged() matching every process, seed 31: `== tag` made `is not tag`, which SIGKILLed the
     whole machine's processes) and must end only its own tests. Empty where unshare cannot."""
-    if not _SANDBOX:
-        prefix = ["unshare", "--pid", "--fork", "--kill-child", "--mount-proc"]
-        try:
-            ok = shutil.which("unshare") is not None and subprocess.run(
-                [*prefix, "true"], capture_output=True, timeout=30).returncode == 0
-        except (OSError, subprocess.TimeoutExpired):
-            ok = False
-        if not ok:
-            print("warning: no PID namespace (unshare): a mutant that signals every process "
-                  "can end this run", file=sys.stderr)
-        _SANDBOX.append(prefix if ok else [])
-    return _SANDBOX[0]
+    prefix = ("unshare", "--pid", "--fork", "--kill-child", "--mount-proc")
+    try:
+        ok = shutil.which("unshare") is not None and subprocess.run(
+            [*prefix, "true"], capture_output=True, timeout=30).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        ok = False
+    if not ok:
+        print("warning: no PID namespace (unshare): a mutant that signals every process can "
+              "end this run", file=sys.stderr)
+    return prefix if ok else ()
 
 
 def _fails_unmutated(test: str, work: Path, env: dict[str, str]) -> bool:

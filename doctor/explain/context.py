@@ -191,10 +191,11 @@ CONDITIONS: dict[str, Callable[[Situation], bool]] = {
     # NCCL's shm_open (include/shm.h, later src/misc/shmutils.cc) refused with EACCES
     "shm_denied": lambda s: bool(re.search(r"shm_open failed\s*:\s*Permission denied", s.text,
                                            _I)),
-    # a rootless engine's command line or prompt in the paste (podman, buildah)
+    # amdgpu's SMU interface differing from its firmware's (smu_v1x_0.c logs it and goes on)
     "smu_if_mismatch": lambda s: bool(re.search(r"SMU driver if version not matched", s.text)),
     # hipRTC compiles for many programs (hashcat, Blender, MIOpen): MIOpen's answer needs MIOpen
     "miopen_named": lambda s: bool(re.search(r"\bmiopen", s.text, _I)),
+    # a rootless engine's command line or prompt in the paste (podman, buildah)
     "rootless_engine": lambda s: bool(re.search(r"\b(?:podman|buildah)\b", s.text, _I)),
     # bitsandbytes looked for a ROCm library by version and did not find it
     "bnb_rocm_named": lambda s: bool(re.search(
