@@ -7,6 +7,7 @@ from rocmdoctor.explain import NOT_GPU, UNKNOWN_GPU, diagnose, explain_text
 from rocmdoctor.host.snapshot import SnapshotHost
 from tests.explain_replay import WSL_UNAME, host_for, keys, paste
 from tests.helpers import make_snapshot
+from tests.test_torch_checks import QUERY_KEY, plain_host
 
 NVRTC = ("c10-nvrtc-arch--footstep-planning-rtx4090-torch-cuda-mismatch.txt",
          "c10-nvrtc-arch--hyperreenact-old-torch-cu-build.txt",
@@ -18,8 +19,20 @@ def test_nvrtc_not_knowing_the_gpus_architecture_asks_for_a_newer_cuda_build() -
         [e] = explain_text(paste(name), None)
         assert (e.key, e.confidence) == ("nvrtc-arch-unknown", "likely")
         assert "cu118 or newer" in e.fix.text
-        assert e.fix.commands[-1] == ("pip install torch torchvision --index-url "
-                                      "https://download.pytorch.org/whl/cu130")
+        # the wheel as the checks choose it: no driver known, the CUDA most drivers run
+        assert e.fix.commands[-2:] == ("nvidia-smi", "pip install torch torchvision "
+                                       "--index-url https://download.pytorch.org/whl/cu126")
+        assert "Wheel index: cu126 is torch 2.14.1's oldest CUDA: it runs on the oldest " \
+               "drivers and GPUs." in e.notes
+    # on a machine whose driver is known, the newest build that driver runs (as the checks say)
+    smi = ("0, NVIDIA GeForce RTX 4090, 580.65.06, 8.9, Enabled, 450.00, 450.00, 24564, GPU-1, "
+           "0:01:00.0\n")
+    machine = plain_host(commands={QUERY_KEY: smi},
+                         paths={"/dev/nvidiactl": {"type": "char", "mode": "0666"}})
+    [e] = explain_text(paste(NVRTC[1]), machine)
+    assert e.fix.commands[-1] == ("pip install torch torchvision --index-url "
+                                  "https://download.pytorch.org/whl/cu132")
+    assert "Wheel index: cu132 is the newest build driver 580.65.06 can run." in e.notes
     # NVRTC failing for another reason is not this entry
     other = "RuntimeError: nvrtc: error: failed to open libnvrtc-builtins.so.11.1."
     assert "nvrtc-arch-unknown" not in [k for k, _ in keys(other)]

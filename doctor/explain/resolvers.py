@@ -437,5 +437,5 @@ RESOLVERS: dict[str, Callable[[KnownMessage, Situation, Context], None]] = {
     "libtinfo": stack._libtinfo, "std_headers": stack._std_headers,
     "forward_compat": stack._forward_compat, "psp_ring": stack._psp_ring,
     "pcie_link": stack._pcie_link, "libcuda": stack._libcuda, "smi_driver": stack._smi_driver,
-    "rock_check": stack._rock_check,
+    "rock_check": stack._rock_check, "cuda_wheel": stack._cuda_wheel,
 }

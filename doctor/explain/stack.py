@@ -216,6 +216,17 @@ def _pcie_link(entry: KnownMessage, s: Situation, ctx: Context) -> None:
 _ROCMINFO_RAN = re.compile(r"^HSA System Attributes|^\s*Name:\s+gfx[0-9a-f]{3,4}\b", re.M)
 
 
+def _cuda_wheel(entry: KnownMessage, s: Situation, ctx: Context) -> None:
+    """The torch wheel to install, as the checks choose it (facts.torch_wheel): the newest CUDA
+    this machine's driver runs, or without one the CUDA that runs on the most drivers."""
+    from rocmdoctor.facts.torch_wheel import cuda_index_line
+
+    machine = s.host if s.host is not None and not s.machine_is_elsewhere() else None
+    line, why = cuda_index_line(machine, force=False)
+    ctx.notes.append(f"Wheel index: {why}.")
+    ctx.commands.extend([*entry.commands, line])
+
+
 def _cdi_spec(entry: KnownMessage, s: Situation, ctx: Context) -> None:
     """A CDI spec in the text (nvidia-ctk cdi generate's YAML) with NVIDIA device nodes but no
     /dev/nvidia-uvm: nvidia-ctk lists only the nodes that exist when it runs, and CUDA cannot

@@ -35,15 +35,16 @@ def rocm_index_line(host: Host, force: bool = True, driver: Optional[str] = None
     return wheels.pip_line(f"rocm{index}", force), why
 
 
-def cuda_index_line(host: Host, force: bool = True, newest_gpus: bool = False
+def cuda_index_line(host: Optional[Host], force: bool = True, newest_gpus: bool = False
                     ) -> tuple[str, str]:
     """(pip line, why this index) for the newest CUDA wheel the NVIDIA driver can run.
 
-    Without a known driver: the build with the oldest CUDA (it runs on the most drivers), or
-    with `newest_gpus` the newest CUDA (it supports the newest GPUs).
+    Without a known driver (or no machine: a pasted text read elsewhere): the build with the
+    oldest CUDA (it runs on the most drivers), or with `newest_gpus` the newest CUDA (it
+    supports the newest GPUs).
     """
     newest = wheels.WHEELS[-1]
-    driver = nvidia_gpus(host).driver_version
+    driver = nvidia_gpus(host).driver_version if host is not None else None
     cuda = newest_cuda_for_driver(driver, newest.cuda) if driver else None
     if cuda is None and newest_gpus:
         cuda = newest.cuda[-1]

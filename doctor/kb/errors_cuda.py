@@ -71,9 +71,8 @@ CUDA_BUILD_MESSAGES: tuple[KnownMessage, ...] = (
         "or newer build, which also carries the fix of pytorch issue 87595), with its "
         "torchvision from the same index.", "torch-arch-support", PYTORCH_87595,
         commands=('python -c "import torch; print(torch.__version__, torch.version.cuda)"',
-                  CAPABILITY,
-                  "pip install torch torchvision --index-url https://download.pytorch.org/whl/cu130"),
-        threads=20),
+                  CAPABILITY, NVIDIA_SMI),
+        context="cuda_wheel", threads=20),
     KnownMessage(
         "cuda-forward-compat-unsupported", "CUDA 804: forward compatibility on a GPU without it",
         "error",

@@ -159,7 +159,9 @@ HSA_MESSAGES: tuple[KnownMessage, ...] = (
         (r"ROCk module is NOT (loaded|live)",),
         "The amdgpu kernel driver is not loaded or not initialized: no AMD GPU is attached to "
         "this machine or VM, the driver is blacklisted, or it failed to load (ROCm issue 1498: "
-        "an Azure NVv4 VM's MI25 was never bound to amdgpu).",
+        "an Azure NVv4 VM's MI25 was never bound to amdgpu). rocminfo also says it where its "
+        "own check cannot see the driver: under WSL, which has no amdgpu module, and (before "
+        "rocminfo's fix of issue 42) with amdgpu built into the kernel.",
         "Load the driver, then read the kernel log for why it did not load.",
         "amdgpu-driver", ROCM_1498, commands=("sudo modprobe amdgpu", "sudo dmesg | grep -i "
                                                                       "amdgpu"),
