@@ -55,9 +55,10 @@ def _out_of_memory(entry: KnownMessage, s: Situation, ctx: Context) -> None:
                           f"stream or context; it allocates no tensor")
         if stream.group(1) == "hip":
             # llama.cpp issue 8618: a 780M iGPU visible beside the card; hiding it helped
-            ctx.notes.append("With an integrated GPU beside the card, HIP counts both and "
-                             "work on the iGPU (one ROCm does not support) fails this way: "
-                             "hide it with HIP_VISIBLE_DEVICES (llama.cpp issue 8618).")
+            ctx.notes.append("One known cause, with an integrated GPU beside the card: HIP "
+                             "counts both, and work on the iGPU (one ROCm does not support) "
+                             "fails this way; hide it with HIP_VISIBLE_DEVICES (llama.cpp "
+                             "issue 8618).")
             ctx.commands.extend(["rocminfo | grep -E 'Marketing Name|gfx'",
                                  "export HIP_VISIBLE_DEVICES=<the card's index>"])
     total = (_size(r"total capaci?ty of SIZE", text) or _size(r"SIZE total capacity", text))
